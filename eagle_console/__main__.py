@@ -1,0 +1,3 @@
+from eagle_console.cli import main
+
+raise SystemExit(main())

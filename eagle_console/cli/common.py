@@ -1,0 +1,70 @@
+"""Helpers shared by the command modules: errors with exit codes, JSON output, plan/journal/sim lookup."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
+
+    from eagle_console.journal import Journal
+    from eagle_console.plan.model import Plan
+
+
+class CliError(Exception):
+    """A one-line message for stderr and an exit code (2: bad usage or input, 1: ran and failed)."""
+
+    def __init__(self, message: str, code: int = 2) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def print_json(obj: Any) -> None:
+    json.dump(obj, sys.stdout, indent=2, default=str)
+    sys.stdout.write("\n")
+    sys.stdout.flush()
+
+
+def add_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+
+
+def add_sim(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--sim", metavar="DIR", default=None,
+        help="read the simulated node in DIR instead of the real GPUs (or set EAGLE_CONSOLE_SIM)",
+    )
+
+
+def add_state_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--state-dir", metavar="DIR", default=None,
+        help="where the journal and logs live (default .eagle-console/<plan id>/ beside the plan; "
+        "or set EAGLE_CONSOLE_STATE)",
+    )
+
+
+def sim_dir(args: argparse.Namespace) -> Path | None:
+    value = getattr(args, "sim", None) or os.environ.get("EAGLE_CONSOLE_SIM")
+    return Path(value).resolve() if value else None
+
+
+def load_plan(path: str | os.PathLike[str], state_dir: str | None = None) -> Plan:
+    """Load a plan or raise CliError(code 2) with the first error as PLAN:LINE:COL: message."""
+    from eagle_console.plan.loader import PlanError, load_plan as _load
+
+    override = state_dir or os.environ.get("EAGLE_CONSOLE_STATE")
+    try:
+        return _load(Path(path), state_dir=Path(override) if override else None)
+    except PlanError as exc:
+        raise CliError(exc.format_first()) from None
+
+
+def open_journal(plan: Plan) -> Journal:
+    from eagle_console.journal import Journal
+
+    return Journal.for_plan(plan)

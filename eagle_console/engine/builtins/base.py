@@ -1,0 +1,83 @@
+"""The interface every built-in action (`uses = "..."`) implements.
+
+A built-in never runs inside the console: the supervisor starts `python -m eagle_console.engine.action`,
+which loads the plan, builds an ActionContext and calls `run` (or `undo`). Whatever it prints goes to the
+step's log; `ctx.result()` prints `::result NAME=VALUE` lines that the supervisor records. The exit code
+is the return value. A service built-in returns the argv to exec from `service_argv` instead: the
+action process becomes the service, so its process group is the one that rollback stops.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eagle_console.plan.model import Plan, Ready, Step
+
+
+class BuiltinError(Exception):
+    """A clear, expected failure: printed as one line to the step's log, exit status 1."""
+
+
+@dataclass
+class ActionContext:
+    plan: Plan
+    step: Step
+    args: dict[str, Any]  # the `with` table, interpolated
+    state_dir: Path
+    artifacts: Path  # <state_dir>/artifacts/<step id>: persists from a run to its undo
+    sim_dir: Path | None = None  # EAGLE_CONSOLE_SIM of the action's environment
+    run_id: int | None = None
+    force: bool = False  # rollback --force (e.g. json.set undo despite drift)
+    service_run: dict[str, Any] = field(default_factory=dict)  # for undo of a service: pid, pgid, sid
+
+    def result(self, name: str, value: float | int | str) -> None:
+        print(f"::result {name}={value}", flush=True)
+
+    def say(self, message: str) -> None:
+        print(message, flush=True)
+
+    def save(self, name: str, data: Any) -> None:
+        """Persist JSON for a later undo (written atomically under `artifacts`)."""
+        self.artifacts.mkdir(parents=True, exist_ok=True)
+        tmp = self.artifacts / f".{name}.tmp"
+        tmp.write_text(json.dumps(data))
+        tmp.replace(self.artifacts / name)
+
+    def load(self, name: str) -> Any | None:
+        try:
+            return json.loads((self.artifacts / name).read_text())
+        except (OSError, ValueError):
+            return None
+
+
+class Builtin:
+    """Subclass per built-in; the registry in `engine.builtins` maps names to these classes."""
+
+    name: str = ""
+    service: bool = False  # True: `service_argv` is exec'd and the step completes on `ready`
+
+    def validate(self, args: dict[str, Any]) -> list[str]:
+        """Problems with `with` found without running (also used by `validate`)."""
+        return []
+
+    def run(self, ctx: ActionContext) -> int:
+        raise NotImplementedError
+
+    def service_argv(self, ctx: ActionContext) -> list[str]:
+        raise NotImplementedError
+
+    def default_ready(self, ctx: ActionContext) -> Ready | None:
+        """For services with no `ready` key in the plan."""
+        return None
+
+    def has_undo(self) -> bool:
+        return type(self).undo is not Builtin.undo
+
+    def undo(self, ctx: ActionContext) -> int:
+        """Built-in undo. For services the engine has already stopped the process group."""
+        print(f"{self.name} has no built-in undo; give the step a `rollback`", file=sys.stderr)
+        return 1

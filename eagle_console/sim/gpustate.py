@@ -1,0 +1,130 @@
+"""Simulated GPU memory: processes register what they "hold"; a dead process frees it.
+
+Layout of a sim directory:
+  node.json            the GPUs (name, uuid, memory_total_mib, pcie_gen, pcie_width, power_limit_w)
+  dev/nvidia0..N-1     plain files standing in for the device nodes; holders keep them open, so the
+                       same /proc/PID/fd scan that finds real GPU holders finds simulated ones
+  dev/nvidiactl
+  holders/<pid>.json   {"pid", "create_time", "mib": {"<gpu>": MiB}, "command"}
+  activity.json        {"pid", "util": {"<gpu>": 0..100}} written by the simulated server
+
+A holder file whose process is gone (or whose pid was reused: create_time differs) is ignored and
+removed by readers, which is how "a dead process frees its memory" without any cleanup hook.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+GPU_NAME = "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"
+GPU_MEMORY_MIB = 97887  # 96 GB cards as NVML reports them (MiB)
+GPU_POWER_LIMIT_W = 600.0
+
+_held_fds: list[int] = []  # keep device files open for the life of this process
+
+
+@dataclass(frozen=True)
+class SimHolder:
+    pid: int
+    create_time: float
+    mib: dict[int, float]
+    command: str
+
+
+def _write_atomic(path: Path, data: object) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
+def create_node(sim_dir: Path, gpus: int = 8) -> None:
+    """Create (or reset the GPU description of) a simulated node; existing holders are kept."""
+    sim_dir = Path(sim_dir)
+    (sim_dir / "dev").mkdir(parents=True, exist_ok=True)
+    (sim_dir / "holders").mkdir(exist_ok=True)
+    node = {
+        "gpus": [
+            {
+                "index": i,
+                "name": GPU_NAME,
+                "uuid": f"GPU-{uuid.uuid5(uuid.NAMESPACE_URL, f'eagle-console-sim-{i}')}",
+                "memory_total_mib": GPU_MEMORY_MIB,
+                "pcie_gen": 5,
+                "pcie_width": 16,
+                "power_limit_w": GPU_POWER_LIMIT_W,
+                "minor": i,
+            }
+            for i in range(gpus)
+        ]
+    }
+    _write_atomic(sim_dir / "node.json", node)
+    for i in range(gpus):
+        (sim_dir / "dev" / f"nvidia{i}").touch()
+    (sim_dir / "dev" / "nvidiactl").touch()
+
+
+def node_gpus(sim_dir: Path) -> list[dict]:
+    return json.loads((Path(sim_dir) / "node.json").read_text())["gpus"]
+
+
+def hold(sim_dir: Path, mib: dict[int, float], command: str | None = None) -> None:
+    """Register the calling process as holding `mib` MiB on each GPU index, and open the device files."""
+    sim_dir = Path(sim_dir)
+    me = psutil.Process()
+    for gpu in [*mib, "ctl"]:
+        name = "nvidiactl" if gpu == "ctl" else f"nvidia{gpu}"
+        _held_fds.append(os.open(sim_dir / "dev" / name, os.O_RDONLY))
+    record = {
+        "pid": me.pid,
+        "create_time": me.create_time(),
+        "mib": {str(k): float(v) for k, v in mib.items()},
+        "command": command or " ".join(me.cmdline()),
+    }
+    _write_atomic(sim_dir / "holders" / f"{me.pid}.json", record)
+
+
+def holders(sim_dir: Path) -> list[SimHolder]:
+    """Live simulated holders; stale records (dead or reused pids) are dropped from disk."""
+    out: list[SimHolder] = []
+    folder = Path(sim_dir) / "holders"
+    if not folder.is_dir():
+        return out
+    for path in folder.glob("*.json"):
+        try:
+            rec = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        try:
+            alive = abs(psutil.Process(rec["pid"]).create_time() - rec["create_time"]) < 0.01
+            if alive and psutil.Process(rec["pid"]).status() == psutil.STATUS_ZOMBIE:
+                alive = False
+        except (psutil.Error, KeyError):
+            alive = False
+        if not alive:
+            path.unlink(missing_ok=True)
+            continue
+        out.append(SimHolder(rec["pid"], rec["create_time"], {int(k): v for k, v in rec["mib"].items()},
+                             rec.get("command", "")))
+    return out
+
+
+def set_activity(sim_dir: Path, util: dict[int, float]) -> None:
+    """Record GPU utilisation caused by the calling process (ignored by readers once it is gone)."""
+    _write_atomic(Path(sim_dir) / "activity.json",
+                  {"pid": os.getpid(), "util": {str(k): v for k, v in util.items()}})
+
+
+def activity(sim_dir: Path) -> dict[int, float]:
+    try:
+        data = json.loads((Path(sim_dir) / "activity.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    if not psutil.pid_exists(int(data.get("pid", 0))):
+        return {}
+    return {int(k): float(v) for k, v in data.get("util", {}).items()}
