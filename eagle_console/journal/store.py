@@ -1,0 +1,355 @@
+"""The SQLite journal: append-only events; statuses, runs, notes and results are folds over them.
+
+Several consoles and CLI invocations share one database: WAL mode, synchronous=FULL, and every mutation
+that has a precondition checks it inside its own `BEGIN IMMEDIATE` transaction, so two operators pressing
+run on one step start it once. UPDATE and DELETE are refused by triggers: history is never rewritten.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from eagle_console.journal.operator import current_operator
+from eagle_console.journal.status import DONE, STATUSES
+
+if TYPE_CHECKING:
+    from eagle_console.plan.model import Plan
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    id      INTEGER PRIMARY KEY AUTOINCREMENT,
+    at      REAL    NOT NULL,
+    kind    TEXT    NOT NULL,
+    step_id TEXT,
+    run_id  INTEGER,
+    who     TEXT,
+    data    TEXT    NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS events_step ON events (step_id, kind, id);
+CREATE INDEX IF NOT EXISTS events_run ON events (run_id, id);
+CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
+    BEGIN SELECT RAISE(ABORT, 'the journal is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
+    BEGIN SELECT RAISE(ABORT, 'the journal is append-only'); END;
+"""
+
+
+class Refused(Exception):
+    """A precondition did not hold (needs unmet, already in progress): nothing was written."""
+
+    def __init__(self, message: str, by: str | None = None, at: float | None = None) -> None:
+        super().__init__(message)
+        self.by = by
+        self.at = at
+
+
+@dataclass(frozen=True)
+class Event:
+    id: int
+    at: float
+    kind: str
+    step_id: str | None
+    run_id: int | None
+    who: str | None
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class StepState:
+    status: str
+    at: float
+    who: str | None
+    event_id: int
+    run_id: int | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Note:
+    step_id: str
+    text: str
+    who: str | None
+    at: float
+
+
+@dataclass(frozen=True)
+class Result:
+    step_id: str
+    run_id: int | None
+    name: str
+    value: float | str
+    at: float
+
+
+@dataclass
+class Run:
+    """One supervised execution: the action of a step, its check, or a rollback."""
+
+    id: int
+    step_id: str
+    kind: str  # "action" | "rollback"
+    started: float
+    who: str | None
+    command: str
+    log: str | None
+    service: bool = False
+    env: dict[str, str] = field(default_factory=dict)
+    supervisor_pid: int | None = None
+    supervisor_ctime: float | None = None
+    pid: int | None = None  # the action's process (a service's main process)
+    pid_ctime: float | None = None
+    pgid: int | None = None
+    sid: int | None = None
+    ready_at: float | None = None
+    ended: float | None = None
+    exit_code: int | None = None
+    outcome: str | None = None  # completed | failed | lost | timeout | stopped
+    reason: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.ended is not None
+
+
+def _ts_text(at: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at)) if at else "?"
+
+
+class Journal:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # One connection per Journal, shared by the console's worker threads under a lock.
+        self._conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+        self._lock = threading.RLock()
+        with self._lock:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=FULL")
+            self._conn.execute("PRAGMA busy_timeout=30000")
+            self._conn.executescript(SCHEMA)
+
+    @classmethod
+    def for_plan(cls, plan: Plan) -> Journal:
+        return cls(plan.state_dir / "journal.db")
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # -- low level -------------------------------------------------------------------------------------
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; BEGIN IMMEDIATE takes the write lock before any precondition is read."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    @staticmethod
+    def _insert(conn: sqlite3.Connection, event_kind: str, step_id: str | None = None,
+                run_id: int | None = None, who: str | None = None, /, **data: Any) -> int:
+        cur = conn.execute(
+            "INSERT INTO events (at, kind, step_id, run_id, who, data) VALUES (?, ?, ?, ?, ?, ?)",
+            (time.time(), event_kind, step_id, run_id, who, json.dumps(data, default=str)),
+        )
+        return int(cur.lastrowid)
+
+    def append(self, event_kind: str, step_id: str | None = None, run_id: int | None = None,
+               who: str | None = None, /, **data: Any) -> int:
+        with self._tx() as conn:
+            return self._insert(conn, event_kind, step_id, run_id, who, **data)
+
+    def _rows(self, sql: str, args: tuple = ()) -> list[Event]:
+        with self._lock:
+            rows = self._conn.execute(sql, args).fetchall()
+        return [Event(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in rows]
+
+    _COLS = "id, at, kind, step_id, run_id, who, data"
+
+    def last_event_id(self) -> int:
+        """Cheap change detection for consoles polling the journal."""
+        with self._lock:
+            row = self._conn.execute("SELECT MAX(id) FROM events").fetchone()
+        return int(row[0] or 0)
+
+    def events(self, since_id: int = 0, step_id: str | None = None) -> list[Event]:
+        if step_id is None:
+            return self._rows(f"SELECT {self._COLS} FROM events WHERE id > ? ORDER BY id", (since_id,))
+        return self._rows(f"SELECT {self._COLS} FROM events WHERE id > ? AND step_id = ? ORDER BY id",
+                          (since_id, step_id))
+
+    # -- statuses, marks, notes --------------------------------------------------------------------------
+
+    def _states(self, conn: sqlite3.Connection) -> dict[str, StepState]:
+        rows = conn.execute(
+            "SELECT e.id, e.at, e.who, e.run_id, e.data, e.step_id FROM events e "
+            "JOIN (SELECT MAX(id) AS id FROM events WHERE kind = 'status' GROUP BY step_id) m ON e.id = m.id"
+        ).fetchall()
+        out: dict[str, StepState] = {}
+        for eid, at, who, run_id, data, step_id in rows:
+            d = json.loads(data)
+            out[step_id] = StepState(d["status"], at, who, eid, run_id, d.get("reason"))
+        return out
+
+    def states(self) -> dict[str, StepState]:
+        """The last status event of every step that has one (steps without one are pending)."""
+        with self._lock:
+            return self._states(self._conn)
+
+    def statuses(self) -> dict[str, str]:
+        return {k: v.status for k, v in self.states().items()}
+
+    def mark(self, step_id: str, status: str, note: str | None = None, who: str | None = None) -> int:
+        if status not in STATUSES:
+            raise ValueError(f"unknown status {status!r}; one of: {', '.join(STATUSES)}")
+        who = who or current_operator()
+        with self._tx() as conn:
+            eid = self._insert(conn, "status", step_id, None, who, status=status, source="mark")
+            if note:
+                self._insert(conn, "note", step_id, None, who, text=note)
+            return eid
+
+    def set_status(self, step_id: str, status: str, run_id: int | None = None, reason: str | None = None,
+                   source: str = "engine", who: str | None = None) -> int:
+        with self._tx() as conn:
+            return self._insert(conn, "status", step_id, run_id, who, status=status, source=source,
+                                reason=reason)
+
+    def note(self, step_id: str, text: str, who: str | None = None) -> int:
+        return self.append("note", step_id, None, who or current_operator(), text=text)
+
+    def notes(self, step_id: str | None = None) -> list[Note]:
+        rows = [e for e in self._kind("note", step_id)]
+        return [Note(e.step_id or "", e.data.get("text", ""), e.who, e.at) for e in rows]
+
+    def _kind(self, kind: str, step_id: str | None = None) -> list[Event]:
+        if step_id is None:
+            return self._rows(f"SELECT {self._COLS} FROM events WHERE kind = ? ORDER BY id", (kind,))
+        return self._rows(f"SELECT {self._COLS} FROM events WHERE kind = ? AND step_id = ? ORDER BY id",
+                          (kind, step_id))
+
+    def history(self, step_id: str) -> list[Event]:
+        return self.events(0, step_id)
+
+    # -- results -------------------------------------------------------------------------------------------
+
+    def record_result(self, step_id: str, run_id: int | None, name: str, value: float | str) -> int:
+        return self.append("result", step_id, run_id, None, name=name, value=value)
+
+    def results(self, step_id: str | None = None) -> list[Result]:
+        return [Result(e.step_id or "", e.run_id, e.data["name"], e.data["value"], e.at)
+                for e in self._kind("result", step_id)]
+
+    # -- runs ----------------------------------------------------------------------------------------------
+
+    def begin_run(self, step_id: str, *, command: str, log: str | None, needs: tuple[str, ...] = (),
+                  kind: str = "action", service: bool = False, env: dict[str, str] | None = None,
+                  who: str | None = None, force: bool = False,
+                  needs_status: dict[str, str] | None = None) -> int:
+        """Record the start of a run and set the step in progress — or refuse, writing nothing.
+
+        `needs` are step ids (phases already expanded by the caller); `needs_status` may supply derived
+        statuses for ids that are not steps. The check and the write share one IMMEDIATE transaction.
+        """
+        who = who or current_operator()
+        with self._tx() as conn:
+            states = self._states(conn)
+            if not force:
+                cur = states.get(step_id)
+                if cur and cur.status == "in_progress":
+                    started = f" by {cur.who}" if cur.who else ""
+                    raise Refused(f"step {step_id} is already in progress (started{started} at "
+                                  f"{_ts_text(cur.at)})", by=cur.who, at=cur.at)
+                unmet = [n for n in needs
+                         if (states[n].status if n in states else (needs_status or {}).get(n, "pending"))
+                         not in DONE]
+                if unmet:
+                    raise Refused(f"step {step_id} needs {', '.join(unmet)} completed first")
+            run_id = self._insert(conn, "run_begin", step_id, None, who, kind=kind, command=command,
+                                  log=log, service=service, env=env or {})
+            if kind == "action":
+                self._insert(conn, "status", step_id, run_id, who, status="in_progress", source="run")
+            return run_id
+
+    def record_proc(self, run_id: int, step_id: str, **proc: Any) -> int:
+        """Supervisor and action process ids (supervisor_pid, supervisor_ctime, pid, pid_ctime, pgid, sid)."""
+        return self.append("run_proc", step_id, run_id, None, **proc)
+
+    def record_ready(self, run_id: int, step_id: str) -> None:
+        with self._tx() as conn:
+            self._insert(conn, "run_ready", step_id, run_id)
+            if self._owns_status(conn, step_id, run_id):
+                self._insert(conn, "status", step_id, run_id, None, status="completed", source="ready")
+
+    @staticmethod
+    def _owns_status(conn: sqlite3.Connection, step_id: str, run_id: int) -> bool:
+        row = conn.execute("SELECT run_id FROM events WHERE kind = 'status' AND step_id = ? "
+                           "ORDER BY id DESC LIMIT 1", (step_id,)).fetchone()
+        return row is not None and row[0] == run_id
+
+    def end_run(self, run_id: int, step_id: str, *, exit_code: int | None, outcome: str,
+                reason: str | None = None, step_status: str | None = None) -> bool:
+        """Record a run's end (once: a second end of the same run is ignored and returns False).
+
+        The step's status changes only while the latest status event still belongs to this run: a mark or a
+        newer run made since then wins.
+        """
+        with self._tx() as conn:
+            if conn.execute("SELECT 1 FROM events WHERE kind = 'run_exit' AND run_id = ?", (run_id,)).fetchone():
+                return False
+            self._insert(conn, "run_exit", step_id, run_id, None, exit_code=exit_code, outcome=outcome,
+                         reason=reason)
+            if step_status and self._owns_status(conn, step_id, run_id):
+                self._insert(conn, "status", step_id, run_id, None, status=step_status, source="run",
+                             reason=reason)
+            return True
+
+    def runs(self, step_id: str | None = None) -> list[Run]:
+        if step_id is None:
+            events = self._rows(f"SELECT {self._COLS} FROM events WHERE kind LIKE 'run_%' ORDER BY id")
+        else:
+            events = self._rows(f"SELECT {self._COLS} FROM events WHERE kind LIKE 'run_%' AND step_id = ? "
+                                "ORDER BY id", (step_id,))
+        runs: dict[int, Run] = {}
+        for e in events:
+            if e.kind == "run_begin":
+                runs[e.id] = Run(e.id, e.step_id or "", e.data.get("kind", "action"), e.at, e.who,
+                                 e.data.get("command", ""), e.data.get("log"), bool(e.data.get("service")),
+                                 e.data.get("env") or {})
+                continue
+            run = runs.get(e.run_id or -1)
+            if run is None:
+                continue
+            if e.kind == "run_proc":
+                for key, value in e.data.items():
+                    if hasattr(run, key):
+                        setattr(run, key, value)
+            elif e.kind == "run_ready":
+                run.ready_at = e.at
+            elif e.kind == "run_exit":
+                run.ended, run.exit_code = e.at, e.data.get("exit_code")
+                run.outcome, run.reason = e.data.get("outcome"), e.data.get("reason")
+        return list(runs.values())
+
+    def run(self, run_id: int) -> Run | None:
+        return next((r for r in self.runs() if r.id == run_id), None)
+
+    def latest_run(self, step_id: str, kind: str | None = "action") -> Run | None:
+        runs = [r for r in self.runs(step_id) if kind is None or r.kind == kind]
+        return runs[-1] if runs else None
+
+    def open_runs(self) -> list[Run]:
+        return [r for r in self.runs() if not r.finished]
