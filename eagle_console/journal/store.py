@@ -337,6 +337,8 @@ class Journal:
                 for key, value in e.data.items():
                     if hasattr(run, key):
                         setattr(run, key, value)
+            elif e.kind == "run_log":
+                run.log = e.data.get("log")
             elif e.kind == "run_ready":
                 run.ready_at = e.at
             elif e.kind == "run_exit":

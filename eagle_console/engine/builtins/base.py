@@ -81,3 +81,10 @@ class Builtin:
         """Built-in undo. For services the engine has already stopped the process group."""
         print(f"{self.name} has no built-in undo; give the step a `rollback`", file=sys.stderr)
         return 1
+
+
+def seconds(value: Any) -> float:
+    """A `with` duration: seconds as a number, or "90s", "30m", "2h", "1h30m"."""
+    from eagle_console.plan.durations import parse_duration
+
+    return parse_duration(value)

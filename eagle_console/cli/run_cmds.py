@@ -1,0 +1,189 @@
+"""`run`, `next`, `rollback`, `log`: the engine from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from eagle_console.cli.common import CliError, add_state_dir, load_plan, open_journal
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="start a step under a supervisor (it outlives this command)")
+    p.add_argument("plan")
+    p.add_argument("step")
+    _run_flags(p)
+    p.add_argument("--force", action="store_true", help="start even with unmet needs or a run in progress")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("next", help="run the first pending step whose needs are met, in plan order")
+    p.add_argument("plan")
+    _run_flags(p)
+    p.set_defaults(func=cmd_next)
+
+    p = sub.add_parser("rollback", help="roll back a step or a phase (its completed steps, in reverse order)")
+    p.add_argument("plan")
+    p.add_argument("target", metavar="STEP_OR_PHASE")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--cascade", action="store_true", help="also roll back completed steps that depend on it")
+    p.add_argument("--force", action="store_true",
+                   help="undo despite drift (json.set), mark steps without an undo as rolled back")
+    p.add_argument("--no-wait", action="store_true", help="return once the rollback has started")
+    add_state_dir(p)
+    p.set_defaults(func=cmd_rollback)
+
+    p = sub.add_parser("log", help="print the step's latest log")
+    p.add_argument("plan")
+    p.add_argument("step")
+    p.add_argument("--follow", "-f", action="store_true", help="keep printing what is appended")
+    add_state_dir(p)
+    p.set_defaults(func=cmd_log)
+
+
+def _run_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation (confirm = true steps)")
+    p.add_argument("--wait", action="store_true",
+                   help="wait for the end (a service: until ready); exit 0 if the step completed, 1 if not")
+    add_state_dir(p)
+
+
+def _engine(args: argparse.Namespace):
+    from eagle_console.engine.runner import Engine
+
+    plan = load_plan(args.plan, args.state_dir)
+    return Engine(plan, open_journal(plan))
+
+
+def _confirm(question: str, yes: bool) -> None:
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise CliError(f"{question} — this needs confirmation: pass --yes")
+    answer = input(f"{question} [y/N] ").strip().lower()
+    if answer not in ("y", "yes"):
+        raise CliError("cancelled", code=1)
+
+
+def _start(engine, step_id: str, args: argparse.Namespace, force: bool = False) -> int:
+    from eagle_console.journal import Refused
+
+    step = engine.plan.step(step_id)
+    if step is not None and step.confirm:
+        _confirm(f"run {step.id} ({step.title})?", args.yes)
+    try:
+        run_id = engine.start(step_id, force=force)
+    except Refused as exc:
+        raise CliError(str(exc), code=1) from None
+    return run_id
+
+
+def _report(engine, run_id: int, wait: bool) -> int:
+    run = engine.journal.run(run_id)
+    print(f"started run {run_id} of step {run.step_id}; log: {run.log}")
+    if not wait:
+        return 0
+    t0 = time.monotonic()
+
+    def tick(r) -> None:
+        if sys.stderr.isatty():
+            sys.stderr.write(f"\r{r.step_id}: running {time.monotonic() - t0:5.0f}s ")
+            sys.stderr.flush()
+
+    run = engine.wait(run_id, until_ready=True, on_tick=tick)
+    if sys.stderr.isatty():
+        sys.stderr.write("\n")
+    status = engine.journal.states().get(run.step_id)
+    state = status.status if status else "pending"
+    if run.service and run.ready_at and not run.finished:
+        print(f"{run.step_id}: ready (service pid {run.pid})")
+        return 0
+    detail = f" — {run.reason}" if run.reason else ""
+    print(f"{run.step_id}: {state}{detail}")
+    return 0 if state == "completed" else 1
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    engine = _engine(args)
+    return _report(engine, _start(engine, args.step, args, force=args.force), args.wait)
+
+
+def cmd_next(args: argparse.Namespace) -> int:
+    from eagle_console.journal import Refused
+
+    engine = _engine(args)
+    engine.reconcile()
+    step = engine.next_step()
+    if step is None:
+        raise CliError("no pending step has its needs met: the plan is done, or something failed", code=1)
+    if step.action is None:
+        raise CliError(f"the next step, {step.id} ({step.title}), is a manual step: do it by hand and mark it",
+                       code=1)
+    try:
+        return _report(engine, _start(engine, step.id, args), args.wait)
+    except Refused as exc:
+        raise CliError(str(exc), code=1) from None
+
+
+def cmd_rollback(args: argparse.Namespace) -> int:
+    from eagle_console.engine.rollback import plan_rollback, rollback_outcome, start_rollback
+    from eagle_console.journal import Refused
+
+    engine = _engine(args)
+    try:
+        items = plan_rollback(engine, args.target, args.cascade, args.force)
+    except Refused as exc:
+        raise CliError(str(exc), code=1) from None
+    print(f"rollback of {args.target} will undo, in order:")
+    for n, item in enumerate(items, 1):
+        print(f"  {n}. {item.step_id}: {item.description}")
+    _confirm("go ahead?", args.yes)
+    try:
+        rollback_id, _ = start_rollback(engine, args.target, args.cascade, args.force)
+    except Refused as exc:
+        raise CliError(str(exc), code=1) from None
+    print(f"rollback {rollback_id} started; log: {engine.plan.state_dir / 'logs' / f'rollback-{rollback_id}.log'}")
+    if args.no_wait:
+        return 0
+    while (outcome := rollback_outcome(engine, rollback_id)) is None:
+        if engine.reconcile() and rollback_outcome(engine, rollback_id) is None:
+            raise CliError("the rollback's supervisor died; run the rollback again to resume it", code=1)
+        time.sleep(0.2)
+    if outcome.get("outcome") == "completed":
+        print(f"rolled back: {', '.join(i.step_id for i in items)}")
+        return 0
+    print(f"rollback stopped at {outcome.get('failed_step')}: {outcome.get('reason')}", file=sys.stderr)
+    return 1
+
+
+def cmd_log(args: argparse.Namespace) -> int:
+    engine = _engine(args)
+    if engine.plan.step(args.step) is None:
+        raise CliError(f"no step {args.step!r} in plan {engine.plan.id}")
+    path = engine.latest_log(args.step)
+    if path is None:
+        raise CliError(f"step {args.step} has not run yet: no log", code=1)
+    if not Path(path).exists():
+        raise CliError(f"the log {path} does not exist (yet)", code=1)
+    out = sys.stdout.buffer
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 16):
+            out.write(chunk)
+        out.flush()
+        if not args.follow:
+            return 0
+        run = engine.journal.latest_run(args.step, kind=None)
+        while True:  # until the run ends (or ^C)
+            chunk = f.read(1 << 16)
+            if chunk:
+                out.write(chunk)
+                out.flush()
+                continue
+            engine.reconcile()
+            run = engine.journal.run(run.id) if run else None
+            if run is None or run.finished:
+                out.write(f.read())  # whatever landed between the last read and the end
+                out.flush()
+                return 0
+            time.sleep(0.2)

@@ -1,0 +1,43 @@
+"""`http.wait`: wait until a URL answers with the expected status."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from eagle_console.engine.builtins.base import ActionContext, Builtin, BuiltinError, seconds
+
+
+class HttpWait(Builtin):
+    name = "http.wait"
+
+    def validate(self, args: dict[str, Any]) -> list[str]:
+        problems = [] if isinstance(args.get("url"), str) else ["`url` is required"]
+        try:
+            seconds(args.get("timeout", "60s"))
+        except ValueError as exc:
+            problems.append(str(exc))
+        return problems
+
+    def run(self, ctx: ActionContext) -> int:
+        import httpx
+
+        url = ctx.args["url"]
+        want = int(ctx.args.get("status", 200))
+        timeout = seconds(ctx.args.get("timeout", "60s"))
+        deadline = time.monotonic() + timeout
+        last = "no answer yet"
+        ctx.say(f"waiting up to {timeout:g}s for {url} to answer {want}")
+        started = time.monotonic()
+        while time.monotonic() < deadline:
+            try:
+                status = httpx.get(url, timeout=2.0).status_code
+                if status == want:
+                    ctx.say(f"{url} answered {status} after {time.monotonic() - started:.1f}s")
+                    ctx.result("wait_s", round(time.monotonic() - started, 2))
+                    return 0
+                last = f"status {status}"
+            except httpx.HTTPError as exc:
+                last = type(exc).__name__
+            time.sleep(0.5)
+        raise BuiltinError(f"{url} did not answer {want} within {timeout:g}s (last: {last})")

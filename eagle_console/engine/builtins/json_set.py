@@ -1,0 +1,138 @@
+"""`json.set`: set keys in a JSON file, with an exact-bytes backup and a drift-checked undo."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from eagle_console.engine.builtins.base import ActionContext, Builtin, BuiltinError
+
+STATE = "json_set.json"
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write next to the target, fsync, rename: a crash leaves the old file or the new one, never half."""
+    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def apply_sets(doc: Any, sets: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """Set dotted keys (`a.b.c`) in `doc`, creating objects on the way; returns (key, old, new) changes."""
+    if not isinstance(doc, dict):
+        raise BuiltinError("the JSON file's top level is not an object")
+    changes = []
+    for dotted, value in sets.items():
+        node = doc
+        parts = dotted.split(".")
+        for part in parts[:-1]:
+            nxt = node.get(part)
+            if nxt is None:
+                nxt = node[part] = {}
+            if not isinstance(nxt, dict):
+                raise BuiltinError(f"cannot set {dotted}: {part} is not an object")
+            node = nxt
+        old = node.get(parts[-1], "<unset>")
+        node[parts[-1]] = value
+        changes.append((dotted, old, value))
+    return changes
+
+
+def _flatten(sets: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """`set = { a = { b = 1 } }` means the same as `set = { "a.b" = 1 }`."""
+    out: dict[str, Any] = {}
+    for key, value in sets.items():
+        if isinstance(value, dict) and value:
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+class JsonSet(Builtin):
+    name = "json.set"
+
+    def validate(self, args: dict[str, Any]) -> list[str]:
+        problems = []
+        if not isinstance(args.get("path"), str):
+            problems.append("`path` (the JSON file) is required")
+        if not isinstance(args.get("set"), dict) or not args.get("set"):
+            problems.append("`set` must be a table of keys to set, e.g. set = { max_position_embeddings = 262144 }")
+        return problems
+
+    def run(self, ctx: ActionContext) -> int:
+        path = Path(ctx.args["path"])
+        if not path.is_absolute():
+            path = ctx.plan.folder / path
+        try:
+            original = path.read_bytes()
+        except OSError as exc:
+            raise BuiltinError(f"cannot read {path}: {exc.strerror}") from None
+        try:
+            doc = json.loads(original)
+        except ValueError as exc:
+            raise BuiltinError(f"{path} is not valid JSON: {exc}") from None
+        sets = _flatten(ctx.args["set"])
+        changes = apply_sets(doc, sets)
+        new = (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
+        state = ctx.load(STATE)
+        # Running again over our own write keeps the first backup, so undo returns the original bytes.
+        if state and state.get("path") == str(path) and state.get("written_sha") == sha256(original):
+            backup_sha = state["backup_sha"]
+        else:
+            backup_sha = sha256(original)
+            ctx.artifacts.mkdir(parents=True, exist_ok=True)
+            write_atomic(ctx.artifacts / f"backup-{backup_sha}.bin", original)
+            ctx.say(f"backed up {path} ({len(original)} bytes, sha256 {backup_sha[:12]}…)")
+        write_atomic(path, new)
+        ctx.save(STATE, {"path": str(path), "backup_sha": backup_sha, "written_sha": sha256(new)})
+        for key, old, value in changes:
+            ctx.say(f"{path.name}: {key}: {json.dumps(old)} → {json.dumps(value)}")
+        ctx.result("keys_set", len(changes))
+        return 0
+
+    def undo(self, ctx: ActionContext) -> int:
+        state = ctx.load(STATE)
+        if not state:
+            raise BuiltinError("no backup recorded for this step: nothing to restore")
+        path = Path(state["path"])
+        backup = ctx.artifacts / f"backup-{state['backup_sha']}.bin"
+        try:
+            data = backup.read_bytes()
+        except OSError:
+            raise BuiltinError(f"the backup {backup} is missing") from None
+        if sha256(data) != state["backup_sha"]:
+            raise BuiltinError(f"the backup {backup} is corrupt (hash mismatch)")
+        current = path.read_bytes() if path.exists() else b""
+        if sha256(current) != state["written_sha"] and not ctx.force:
+            raise BuiltinError(
+                f"{path} changed since json.set wrote it (sha256 {sha256(current)[:12]}…, expected "
+                f"{state['written_sha'][:12]}…): refusing to overwrite someone's edit; roll back with --force "
+                "to restore the backup anyway")
+        write_atomic(path, data)
+        ctx.save(STATE + ".undone", state)
+        (ctx.artifacts / STATE).unlink(missing_ok=True)
+        ctx.say(f"restored {path} from its backup ({len(data)} bytes, sha256 {state['backup_sha'][:12]}…)")
+        return 0

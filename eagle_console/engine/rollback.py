@@ -1,0 +1,133 @@
+"""Rollback: which steps get undone, in which order, and how each is undone.
+
+A phase rolls back its completed steps in reverse order. A step that completed steps depend on is rolled
+back only with `cascade` (dependents first). The order is computed here; a detached supervisor carries it
+out step by step, journaling each, so a rollback interrupted half-way is resumed by asking again.
+"""
+
+from __future__ import annotations
+
+import json
+
+from eagle_console.engine.runner import Engine, action_argv, action_env, kill_grace_s, launch_supervisor
+from eagle_console.engine.spec import RollbackSpec, UndoItem, write_spec
+from eagle_console.journal import Refused
+from eagle_console.plan.model import Step
+
+UNDOABLE = ("completed", "failed", "in_progress")
+
+
+def _dependents(engine: Engine, step_id: str, statuses: dict[str, str]) -> list[Step]:
+    """Completed steps whose needs (directly or through their phase) include `step_id`."""
+    phase = engine.plan.phase_of(step_id)
+    out = []
+    for s in engine.plan.steps():
+        if s.id == step_id or statuses.get(s.id) != "completed":
+            continue
+        needs = engine.plan.expand_needs(s.needs)
+        if step_id in needs or (phase and phase.id in s.needs):
+            out.append(s)
+    return out
+
+
+def rollback_order(engine: Engine, target: str, cascade: bool = False) -> list[Step]:
+    """The steps to undo, in the order they will be undone; raises Refused when it cannot be done."""
+    plan = engine.plan
+    statuses = engine.statuses()
+    order_index = {s.id: i for i, s in enumerate(plan.steps())}
+    phase = plan.phase(target)
+    if phase:
+        chosen = [s for s in phase.steps if statuses[s.id] in UNDOABLE]
+        if not chosen:
+            raise Refused(f"phase {target} has no completed step to roll back")
+    else:
+        step = plan.step(target)
+        if step is None:
+            raise Refused(f"no step or phase {target!r} in plan {plan.id}")
+        if statuses[step.id] not in UNDOABLE:
+            raise Refused(f"step {target} is {statuses[step.id]}: there is nothing to roll back")
+        chosen = [step]
+    selected = {s.id: s for s in chosen}
+    # Dependents outside the selection: refuse, or (cascade) take them along, transitively.
+    frontier = list(chosen)
+    while frontier:
+        s = frontier.pop()
+        for dep in _dependents(engine, s.id, statuses):
+            if dep.id in selected:
+                continue
+            if not cascade:
+                raise Refused(f"{dep.id} ({dep.title}) is completed and needs {s.id}: roll it back first, "
+                              "or use --cascade")
+            selected[dep.id] = dep
+            frontier.append(dep)
+    return sorted(selected.values(), key=lambda s: order_index[s.id], reverse=True)
+
+
+def undo_item(engine: Engine, step: Step, force: bool = False) -> UndoItem:
+    """How `step` is undone: its `rollback`, a built-in undo, stopping its service, or a mark only."""
+    plan = engine.plan
+    run = engine.journal.latest_run(step.id)
+    stop = None
+    if run and run.service and not run.finished and run.sid:
+        stop = {"run_id": run.id, "pid": run.pid, "pgid": run.pgid, "sid": run.sid}
+    if step.rollback is not None:
+        argv = action_argv(plan, step, step.rollback, "rollback", force=force)
+        what = f"rollback: {step.rollback.describe()}"
+        return UndoItem(step.id, ("stop the service, then " if stop else "") + what, argv, stop)
+    if step.action is None:
+        return UndoItem(step.id, "manual step: marked rolled back (nothing to execute)", mark_only=True)
+    if step.action.kind == "builtin" and step.action.uses:
+        from eagle_console.engine.builtins import NotAvailable, get_builtin
+
+        try:
+            builtin = get_builtin(step.action.uses)
+        except NotAvailable as exc:
+            raise Refused(f"step {step.id}: {exc}") from None
+        service_run = json.dumps(stop or {})
+        if builtin.has_undo():
+            argv = action_argv(plan, step, step.action, "undo", force=force, service_run=service_run)
+            what = f"{step.action.uses} undo"
+            return UndoItem(step.id, ("stop the service, then " if stop else "") + what, argv, stop)
+        if builtin.service:
+            return UndoItem(step.id, f"stop the {step.action.uses} service", None, stop)
+    if stop:
+        return UndoItem(step.id, "stop the service", None, stop)
+    if force:
+        return UndoItem(step.id, "no rollback defined: marked rolled back only (--force)", mark_only=True)
+    raise Refused(f"step {step.id} has no `rollback` and no built-in undo: add one to the plan, mark it by "
+                  "hand, or use --force to mark it rolled back without undoing anything")
+
+
+def plan_rollback(engine: Engine, target: str, cascade: bool = False, force: bool = False) -> list[UndoItem]:
+    """What will be undone, in order (shown in the confirmation before anything happens)."""
+    engine.reconcile()
+    items = []
+    for step in rollback_order(engine, target, cascade):
+        item = undo_item(engine, step, force)
+        item.env = action_env(engine.plan, step)
+        items.append(item)
+    return items
+
+
+def start_rollback(engine: Engine, target: str, cascade: bool = False, force: bool = False,
+                   who: str | None = None) -> tuple[int, list[UndoItem]]:
+    items = plan_rollback(engine, target, cascade, force)
+    plan = engine.plan
+    rollback_id = engine.journal.append("rollback_begin", target, None, who, cascade=cascade, force=force,
+                                        steps=[i.step_id for i in items])
+    log = plan.state_dir / "logs" / f"rollback-{rollback_id}.log"
+    spec = RollbackSpec(rollback_id=rollback_id, target=target, journal=str(engine.journal.path), log=str(log),
+                        cwd=str(plan.folder), env={**items[0].env} if items and items[0].env else {},
+                        items=items, grace_s=kill_grace_s())
+    spec_path = plan.state_dir / "runs" / f"rollback-{rollback_id}.json"
+    write_spec(spec_path, spec)
+    launch_supervisor(spec_path)
+    return rollback_id, items
+
+
+def rollback_outcome(engine: Engine, rollback_id: int) -> dict | None:
+    """The `rollback_end` event's data once the rollback finished, else None."""
+    for e in engine.journal.events(rollback_id):
+        if e.kind == "rollback_end" and e.run_id == rollback_id:
+            return e.data
+    return None

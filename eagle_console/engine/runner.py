@@ -1,0 +1,220 @@
+"""Starting runs, stepping through a plan, waiting, and noticing runs whose supervisor died.
+
+The CLI and the console both call these; neither ever becomes the parent of an action.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from eagle_console.engine.procs import alive
+from eagle_console.engine.spec import ActionSpec, ReadySpec, write_spec
+from eagle_console.journal import DONE, Journal, Refused, Run, plan_statuses
+from eagle_console.plan.model import Action, Plan, Step
+
+# A run whose supervisor has not reported its pid after this long never started.
+SUPERVISOR_START_GRACE_S = 20.0
+RUNNABLE_AGAIN = ("pending", "rolled_back")
+
+
+def kill_grace_s() -> float:
+    """SIGTERM → SIGKILL grace for timeouts and rollbacks (EAGLE_CONSOLE_KILL_GRACE overrides)."""
+    try:
+        return float(os.environ.get("EAGLE_CONSOLE_KILL_GRACE", "10"))
+    except ValueError:
+        return 10.0
+
+
+def action_argv(plan: Plan, step: Step, action: Action, mode: str, run_id: int | None = None,
+                force: bool = False, service_run: str | None = None) -> list[str]:
+    """The command a supervisor executes for `action` (a built-in goes through engine.action)."""
+    if action.kind == "shell":
+        return ["/bin/bash", "-c", action.shell or ""]
+    if action.kind == "argv":
+        return list(action.argv or ())
+    argv = [sys.executable, "-m", "eagle_console.engine.action", "--plan", str(plan.path), "--step", step.id,
+            "--mode", mode, "--state-dir", str(plan.state_dir)]
+    if run_id is not None:
+        argv += ["--run-id", str(run_id)]
+    if force:
+        argv.append("--force")
+    if service_run:
+        argv += ["--service-run", service_run]
+    return argv
+
+
+def action_env(plan: Plan, step: Step, run_id: int | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(plan.env)
+    env.update(step.env)
+    env["PYTHONUNBUFFERED"] = "1"  # progress lines reach the log as they are printed
+    env["EAGLE_CONSOLE_STEP"] = step.id
+    if run_id is not None:
+        env["EAGLE_CONSOLE_RUN_ID"] = str(run_id)
+    env["PYTHONPATH"] = package_pythonpath(env.get("PYTHONPATH"))
+    return env
+
+
+def package_pythonpath(current: str | None) -> str:
+    """PYTHONPATH with this package's root first: child processes import this very copy, installed or not."""
+    pkg_root = str(Path(__file__).resolve().parents[2])
+    return os.pathsep.join(p for p in (pkg_root, current) if p)
+
+
+def launch_supervisor(spec_path: Path) -> None:
+    """Start a detached supervisor; returns once it has forked away (the console is not its parent)."""
+    log = spec_path.with_suffix(".supervisor.log")
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "eagle_console.engine.supervise", str(spec_path), "--detach"],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            env={**os.environ, "PYTHONPATH": package_pythonpath(os.environ.get("PYTHONPATH"))},
+        )
+    proc.wait()
+
+
+@dataclass
+class Engine:
+    plan: Plan
+    journal: Journal
+
+    # -- looking -------------------------------------------------------------------------------------------
+
+    def reconcile(self) -> list[Run]:
+        """Runs whose supervisor died without recording an exit become `lost` (their step failed)."""
+        lost: list[Run] = []
+        now = time.time()
+        for run in self.journal.open_runs():
+            if run.supervisor_pid:
+                if alive(run.supervisor_pid, run.supervisor_ctime):
+                    continue
+                child = "still running" if alive(run.pid, run.pid_ctime) else "gone"
+                reason = (f"lost: its supervisor (pid {run.supervisor_pid}) died without recording an exit; "
+                          f"the action (pid {run.pid}) is {child}")
+            elif now - run.started > SUPERVISOR_START_GRACE_S:
+                reason = "lost: its supervisor never started"
+            else:
+                continue
+            status = "failed" if run.kind == "action" else None
+            if self.journal.end_run(run.id, run.step_id, exit_code=None, outcome="lost", reason=reason,
+                                    step_status=status):
+                lost.append(run)
+        return lost
+
+    def statuses(self) -> dict[str, str]:
+        return plan_statuses(self.plan, self.journal.statuses())
+
+    def next_step(self) -> Step | None:
+        """The first pending step whose needs are met, in plan order."""
+        statuses = self.statuses()
+        for step in self.plan.steps():
+            if statuses[step.id] not in RUNNABLE_AGAIN:
+                continue
+            if all(statuses.get(n, "pending") in DONE for n in step.needs):
+                return step
+        return None
+
+    def log_path(self, step: Step, run_id: int) -> Path:
+        return step.log or self.plan.state_dir / "logs" / f"{step.id}-{run_id}.log"
+
+    def latest_log(self, step_id: str) -> Path | None:
+        run = self.journal.latest_run(step_id, kind=None)
+        return Path(run.log) if run and run.log else None
+
+    def live_service(self, step_id: str) -> Run | None:
+        run = self.journal.latest_run(step_id)
+        if run and run.service and not run.finished and alive(run.supervisor_pid, run.supervisor_ctime):
+            return run
+        return None
+
+    # -- doing ---------------------------------------------------------------------------------------------
+
+    def start(self, step_id: str, force: bool = False, who: str | None = None) -> int:
+        """Start `step_id` under a new supervisor; returns the run id, or raises Refused."""
+        self.reconcile()
+        step = self.plan.step(step_id)
+        if step is None:
+            if self.plan.phase(step_id):
+                raise Refused(f"{step_id} is a phase: run its steps (or use next)")
+            raise Refused(f"no step {step_id!r} in plan {self.plan.id}")
+        if step.action is None:
+            raise Refused(f"step {step_id} is a manual step (no run or uses): do it by hand and mark it")
+        service = step.service
+        ready = step.ready
+        if step.action.kind == "builtin" and step.action.uses:
+            service, ready = self._builtin_service(step, service, ready)
+        if service and (running := self.live_service(step_id)):
+            raise Refused(f"step {step_id}'s service is already running (run {running.id}, pid {running.pid}); "
+                          "roll it back first")
+        statuses = self.statuses()
+        needs = self.plan.expand_needs(step.needs)
+        command = step.action.describe() if step.action.kind != "shell" else (step.action.shell or "")
+        run_id = self.journal.begin_run(
+            step_id, command=command, log=None, needs=needs, service=service,
+            env={**self.plan.env, **step.env}, who=who, force=force,
+            needs_status={n: statuses.get(n, "pending") for n in needs},
+        )
+        log = self.log_path(step, run_id)
+        self.journal.append("run_log", step_id, run_id, None, log=str(log))
+        spec = ActionSpec(
+            run_id=run_id, step_id=step_id, journal=str(self.journal.path), log=str(log),
+            argv=action_argv(self.plan, step, step.action, "run", run_id),
+            cwd=str(step.cwd or self.plan.folder), env=action_env(self.plan, step, run_id),
+            timeout_s=step.timeout_s, grace_s=kill_grace_s(), service=service,
+            ready=ReadySpec(ready.http, ready.log, ready.timeout_s) if ready else None,
+            check_argv=action_argv(self.plan, step, step.check, "check", run_id) if step.check else None,
+        )
+        spec_path = self.plan.state_dir / "runs" / f"{run_id}.json"
+        write_spec(spec_path, spec)
+        launch_supervisor(spec_path)
+        return run_id
+
+    def _builtin_service(self, step: Step, service: bool, ready):
+        """A service built-in (sglang.server) is always a service, ready on its default unless overridden."""
+        from eagle_console.engine.builtins import NotAvailable, get_builtin
+        from eagle_console.engine.builtins.base import ActionContext
+
+        try:
+            builtin = get_builtin(step.action.uses)  # type: ignore[union-attr, arg-type]
+        except NotAvailable:
+            return service, ready  # the action process reports "not available yet" in the step log
+        if builtin.service:
+            service = True
+            if ready is None:
+                ctx = ActionContext(self.plan, step, dict(step.action.with_), self.plan.state_dir,  # type: ignore[union-attr]
+                                    self.plan.state_dir / "artifacts" / step.id)
+                ready = builtin.default_ready(ctx)
+        return service, ready
+
+    def start_next(self, who: str | None = None) -> tuple[Step, int]:
+        step = self.next_step()
+        if step is None:
+            raise Refused("no pending step has its needs met: the plan is done, or something failed "
+                          "(see status)")
+        if step.action is None:
+            raise Refused(f"the next step, {step.id} ({step.title}), is a manual step: do it by hand and "
+                          "mark it (m)")
+        return step, self.start(step.id, who=who)
+
+    def wait(self, run_id: int, until_ready: bool = True, timeout: float | None = None,
+             on_tick: Callable[[Run], None] | None = None) -> Run:
+        """Wait until the run ends (or, for a service, is ready); returns its last state."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            self.reconcile()
+            run = self.journal.run(run_id)
+            if run is None:
+                raise Refused(f"no run {run_id}")
+            if on_tick:
+                on_tick(run)
+            if run.finished or (until_ready and run.service and run.ready_at):
+                return run
+            if deadline is not None and time.monotonic() > deadline:
+                return run
+            time.sleep(0.2)

@@ -1,0 +1,76 @@
+"""What a supervisor needs to know, written by the engine as JSON before the supervisor starts.
+
+The supervisor never loads the plan: everything (argv, env, cwd, log, timeouts, ready) is resolved by the
+engine, so a plan edited while a run goes on cannot change what that run does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class ReadySpec:
+    http: str | None = None
+    log: str | None = None
+    timeout_s: float | None = None
+
+
+@dataclass
+class ActionSpec:
+    run_id: int
+    step_id: str
+    journal: str
+    log: str
+    argv: list[str]
+    cwd: str
+    env: dict[str, str]  # the full environment of the action
+    timeout_s: float | None = None
+    grace_s: float = 10.0
+    service: bool = False
+    ready: ReadySpec | None = None
+    check_argv: list[str] | None = None
+
+
+@dataclass
+class UndoItem:
+    step_id: str
+    description: str
+    argv: list[str] | None = None  # a rollback command or a built-in undo
+    stop: dict[str, Any] | None = None  # a service run to stop first: run_id, pid, pgid, sid
+    mark_only: bool = False  # manual step: nothing to execute
+    env: dict[str, str] | None = None  # the step's own environment (else the rollback's)
+
+
+@dataclass
+class RollbackSpec:
+    rollback_id: int
+    target: str
+    journal: str
+    log: str
+    cwd: str
+    env: dict[str, str]
+    items: list[UndoItem] = field(default_factory=list)
+    grace_s: float = 10.0
+
+
+def write_spec(path: Path, spec: ActionSpec | RollbackSpec) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = {"type": type(spec).__name__, **asdict(spec)}
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
+def read_spec(path: Path) -> ActionSpec | RollbackSpec:
+    data = json.loads(Path(path).read_text())
+    kind = data.pop("type")
+    if kind == "ActionSpec":
+        ready = data.pop("ready")
+        return ActionSpec(**data, ready=ReadySpec(**ready) if ready else None)
+    items = [UndoItem(**i) for i in data.pop("items")]
+    return RollbackSpec(**data, items=items)

@@ -1,0 +1,337 @@
+"""The supervisor: one small process per run, in its own session, that owns the action.
+
+    python -m eagle_console.engine.supervise SPEC.json [--detach]
+
+It starts the action (in a session of its own, output straight into the step's log), records `::result`
+lines, enforces the timeout on the whole session, checks readiness of services, runs the `check`, and
+records the exit in the journal. With --detach it forks once and the parent exits at once, so the
+console is never the parent of a supervisor (nor of an action): quitting the console, a SIGHUP of its
+terminal or a kill -9 of it leaves the run going.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from eagle_console.engine.procs import create_time, stop_session
+from eagle_console.engine.spec import ActionSpec, RollbackSpec, read_spec
+from eagle_console.journal import Journal
+
+RESULT_RE = re.compile(r"^::result\s+([A-Za-z0-9_.\-]+)=(.*)$")
+POLL_S = 0.1
+
+
+class LogScanner:
+    """Reads complete new lines appended to the step log since `offset` (the run's own part of it)."""
+
+    def __init__(self, path: Path, offset: int) -> None:
+        self.path, self.offset, self._partial = path, offset, b""
+
+    def read(self) -> list[str]:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read(4 << 20)
+        except OSError:
+            return []
+        self.offset += len(data)
+        chunks = (self._partial + data).split(b"\n")
+        self._partial = chunks.pop()
+        return [c.decode("utf-8", "replace").rstrip("\r") for c in chunks]
+
+
+def parse_result(line: str) -> tuple[str, float | str] | None:
+    """`::result NAME=VALUE` → (name, number or string)."""
+    m = RESULT_RE.match(line.strip())
+    if not m:
+        return None
+    raw = m.group(2).strip()
+    for conv in (int, float):
+        try:
+            return m.group(1), conv(raw)
+        except ValueError:
+            pass
+    return m.group(1), raw
+
+
+def describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"
+
+
+class Supervisor:
+    def __init__(self, journal: Journal, log: Path) -> None:
+        self.journal, self.log_path = journal, log
+        self.terminate_reason: str | None = None
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, self._on_term)
+
+    def _on_term(self, signum: int, frame: object) -> None:
+        self.terminate_reason = "the supervisor received SIGTERM"
+
+    def note(self, text: str) -> None:
+        with open(self.log_path, "a", encoding="utf-8") as f:
+            f.write(f"[eagle-console] {text}\n")
+
+    def start(self, argv: list[str], cwd: str, env: dict[str, str]) -> subprocess.Popen:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")  # the child writes here directly: no pipe to break if we die
+        try:
+            return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    cwd=cwd, env=env, start_new_session=True)
+        finally:
+            log.close()
+
+    def supervise(self, child: subprocess.Popen, scanner: LogScanner, on_line: Callable[[str], None],
+                  deadline: Callable[[], float | None], grace_s: float,
+                  poll_extra: Callable[[], None] | None = None) -> tuple[int, str | None]:
+        """Wait for `child`; returns (exit code, why it was stopped or None).
+
+        `deadline()` is asked on every poll: a service's deadline disappears once it is ready.
+        """
+        stopped: str | None = None
+        while True:
+            for line in scanner.read():
+                on_line(line)
+            rc = child.poll()
+            if rc is not None:
+                break
+            if poll_extra:
+                poll_extra()
+            why = self.terminate_reason
+            limit = deadline()
+            if limit is not None and time.monotonic() > limit:
+                why = "timeout"
+            if why and not stopped:
+                stopped = why
+                self.note(f"stopping the action's session ({why}): SIGTERM, then SIGKILL after {grace_s:g}s")
+                stop_session(child.pid, child.pid, grace_s)
+            time.sleep(POLL_S)
+        for line in scanner.read():
+            on_line(line)
+        return rc, stopped
+
+
+def _log_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def run_action(spec: ActionSpec) -> int:
+    journal = Journal(Path(spec.journal))
+    log = Path(spec.log)
+    sup = Supervisor(journal, log)
+    me = os.getpid()
+    journal.record_proc(spec.run_id, spec.step_id, supervisor_pid=me, supervisor_ctime=create_time(me))
+    sup.note(f"run {spec.run_id} of step {spec.step_id} started at {time.strftime('%Y-%m-%d %H:%M:%S')}: "
+             f"{' '.join(spec.argv)}")
+    ready_seen = False
+    ready_re = re.compile(spec.ready.log) if spec.ready and spec.ready.log else None
+
+    def on_line(line: str) -> None:
+        nonlocal ready_seen
+        res = parse_result(line)
+        if res:
+            journal.record_result(spec.step_id, spec.run_id, res[0], res[1])
+        if spec.service and not ready_seen and ready_re and ready_re.search(line):
+            ready_seen = True
+            journal.record_ready(spec.run_id, spec.step_id)
+            sup.note("ready (log line matched)")
+
+    last_http = 0.0
+
+    def poll_http() -> None:
+        nonlocal ready_seen, last_http
+        if not spec.service or ready_seen or not (spec.ready and spec.ready.http):
+            return
+        if time.monotonic() - last_http < 0.5:
+            return
+        last_http = time.monotonic()
+        if http_ok(spec.ready.http):
+            ready_seen = True
+            journal.record_ready(spec.run_id, spec.step_id)
+            sup.note(f"ready ({spec.ready.http} answered 2xx)")
+
+    started = time.monotonic()
+    limit = spec.timeout_s
+    if spec.service and spec.ready and spec.ready.timeout_s:
+        limit = spec.ready.timeout_s
+    scanner = LogScanner(log, _log_size(log))
+    try:
+        child = sup.start(spec.argv, spec.cwd, spec.env)
+    except OSError as exc:
+        sup.note(f"could not start the action: {exc}")
+        journal.end_run(spec.run_id, spec.step_id, exit_code=127, outcome="failed",
+                        reason=f"could not start: {exc}", step_status="failed")
+        return 1
+    journal.record_proc(spec.run_id, spec.step_id, pid=child.pid, pid_ctime=create_time(child.pid),
+                        pgid=child.pid, sid=child.pid)
+
+    def deadline() -> float | None:
+        if limit is None or (spec.service and ready_seen):
+            return None
+        return started + limit
+
+    rc, stopped = sup.supervise(child, scanner, on_line, deadline, spec.grace_s, poll_http)
+    if not spec.service:
+        leftovers = stop_session(child.pid, child.pid, min(spec.grace_s, 5.0))
+        if leftovers:
+            sup.note(f"stopped {len(leftovers)} background process(es) the action left behind: {leftovers}")
+    if stopped == "timeout":
+        reason = f"timed out after {limit:g}s; its session was stopped"
+        sup.note(reason)
+        journal.end_run(spec.run_id, spec.step_id, exit_code=rc, outcome="timeout", reason=reason,
+                        step_status="failed")
+        return 1
+    if stopped:
+        journal.end_run(spec.run_id, spec.step_id, exit_code=rc, outcome="failed", reason=stopped,
+                        step_status="failed")
+        return 1
+    if spec.service:
+        return _service_ended(journal, sup, spec, rc, ready_seen)
+    if rc != 0:
+        reason = describe_exit(rc)
+        sup.note(f"the action ended: {reason}")
+        journal.end_run(spec.run_id, spec.step_id, exit_code=rc, outcome="failed", reason=reason,
+                        step_status="failed")
+        return 1
+    if spec.check_argv:
+        sup.note(f"check: {' '.join(spec.check_argv)}")
+        check_deadline = None if spec.timeout_s is None else started + spec.timeout_s
+        try:
+            checker = sup.start(spec.check_argv, spec.cwd, spec.env)
+        except OSError as exc:
+            journal.end_run(spec.run_id, spec.step_id, exit_code=0, outcome="failed",
+                            reason=f"the check could not start: {exc}", step_status="failed")
+            return 1
+        crc, cstopped = sup.supervise(checker, scanner, on_line, lambda: check_deadline, spec.grace_s)
+        if crc != 0 or cstopped:
+            reason = f"the action succeeded but its check failed ({cstopped or describe_exit(crc)})"
+            sup.note(reason)
+            journal.end_run(spec.run_id, spec.step_id, exit_code=0, outcome="failed", reason=reason,
+                            step_status="failed")
+            return 1
+        sup.note("check passed")
+    sup.note("the action completed")
+    journal.end_run(spec.run_id, spec.step_id, exit_code=0, outcome="completed", step_status="completed")
+    return 0
+
+
+def _service_ended(journal: Journal, sup: Supervisor, spec: ActionSpec, rc: int, ready_seen: bool) -> int:
+    stop_requested = any(e.kind == "run_stop" and e.run_id == spec.run_id
+                         for e in journal.events(spec.run_id - 1, spec.step_id))
+    if stop_requested:
+        sup.note(f"the service stopped ({describe_exit(rc)}) as the rollback asked")
+        journal.end_run(spec.run_id, spec.step_id, exit_code=rc, outcome="stopped",
+                        reason="stopped by rollback")
+        return 0
+    if not ready_seen:
+        reason = f"the service ended ({describe_exit(rc)}) before it was ready"
+        sup.note(reason)
+        journal.end_run(spec.run_id, spec.step_id, exit_code=rc, outcome="failed", reason=reason,
+                        step_status="failed")
+        return 1
+    reason = f"the service died after it was ready ({describe_exit(rc)})"
+    sup.note(reason)
+    journal.append("service_died", spec.step_id, spec.run_id, None, exit_code=rc, reason=reason)
+    journal.end_run(spec.run_id, spec.step_id, exit_code=rc, outcome="failed", reason=reason,
+                    step_status="failed")
+    return 1
+
+
+def http_ok(url: str) -> bool:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=1.0) as resp:  # noqa: S310 (loopback/plan URL)
+            return 200 <= resp.status < 300
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def run_rollback(spec: RollbackSpec) -> int:
+    journal = Journal(Path(spec.journal))
+    log = Path(spec.log)
+    sup = Supervisor(journal, log)
+    me = os.getpid()
+    journal.append("rollback_proc", spec.target, spec.rollback_id, None, supervisor_pid=me,
+                   supervisor_ctime=create_time(me))
+    sup.note(f"rollback {spec.rollback_id} of {spec.target}: " + ", ".join(i.step_id for i in spec.items))
+    for item in spec.items:
+        current = journal.states().get(item.step_id)
+        if current and current.status == "rolled_back":
+            sup.note(f"{item.step_id}: already rolled back (resumed rollback)")
+            continue
+        run_id = journal.begin_run(item.step_id, command=item.description, log=str(log), kind="rollback",
+                                   force=True)
+        journal.record_proc(run_id, item.step_id, supervisor_pid=me, supervisor_ctime=create_time(me))
+        sup.note(f"{item.step_id}: {item.description}")
+        ok, reason = True, None
+        if item.stop:
+            journal.append("run_stop", item.step_id, item.stop["run_id"], None, by_rollback=spec.rollback_id)
+            sid = item.stop.get("sid")
+            if sid:
+                pids = stop_session(int(sid), item.stop.get("pgid"), spec.grace_s)
+                sup.note(f"{item.step_id}: stopped the service's session {sid}: pids {pids}")
+        if item.argv:
+            scanner = LogScanner(log, _log_size(log))
+            try:
+                child = sup.start(item.argv, spec.cwd, item.env or spec.env)
+            except OSError as exc:
+                ok, reason = False, f"could not start: {exc}"
+            else:
+                journal.record_proc(run_id, item.step_id, pid=child.pid, pid_ctime=create_time(child.pid),
+                                    pgid=child.pid, sid=child.pid)
+
+                def on_line(line: str, step_id: str = item.step_id, rid: int = run_id) -> None:
+                    res = parse_result(line)
+                    if res:
+                        journal.record_result(step_id, rid, res[0], res[1])
+
+                rc, stopped = sup.supervise(child, scanner, on_line, lambda: None, spec.grace_s)
+                if rc != 0 or stopped:
+                    ok, reason = False, stopped or describe_exit(rc)
+        if not ok:
+            sup.note(f"{item.step_id}: undo failed ({reason}); the rollback stops here and can be resumed")
+            journal.end_run(run_id, item.step_id, exit_code=None, outcome="failed", reason=reason)
+            journal.append("rollback_end", spec.target, spec.rollback_id, None, outcome="failed",
+                           failed_step=item.step_id, reason=reason)
+            return 1
+        journal.end_run(run_id, item.step_id, exit_code=0, outcome="completed")
+        journal.set_status(item.step_id, "rolled_back", run_id, source="rollback")
+    sup.note(f"rollback {spec.rollback_id} of {spec.target} completed")
+    journal.append("rollback_end", spec.target, spec.rollback_id, None, outcome="completed")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print("usage: python -m eagle_console.engine.supervise SPEC.json [--detach]", file=sys.stderr)
+        return 2
+    if "--detach" in argv and os.fork() > 0:
+        os._exit(0)  # the caller reaps this parent at once; the child below is adopted by init
+    if "--detach" in argv:
+        os.setsid()
+    spec = read_spec(Path(argv[0]))
+    if isinstance(spec, ActionSpec):
+        return run_action(spec)
+    return run_rollback(spec)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
