@@ -1,0 +1,30 @@
+"""`uses = "drafter.check"`: inspect a drafter (and its target); fails on any error finding."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eagle_console.engine.builtins.base import ActionContext, Builtin
+
+
+class DrafterCheck(Builtin):
+    name = "drafter.check"
+
+    def validate(self, args: dict[str, Any]) -> list[str]:
+        problems = [] if args.get("path") else ["drafter.check needs `path` (the drafter folder)"]
+        unknown = set(args) - {"path", "target", "values"}
+        if unknown:
+            problems.append(f"drafter.check: unknown keys {sorted(unknown)} (known: path, target, values)")
+        return problems
+
+    def run(self, ctx: ActionContext) -> int:
+        from eagle_console.drafter.check import check_drafter
+
+        result = check_drafter(ctx.args["path"], ctx.args.get("target"), bool(ctx.args.get("values", False)))
+        for f in result["findings"]:
+            ctx.say(f"{f['severity'].upper():7} {f['code']}: {f['message']}")
+        counts = {s: sum(f["severity"] == s for f in result["findings"]) for s in ("error", "warning")}
+        ctx.say(f"{result['tensors']} tensors; {counts['error']} errors, {counts['warning']} warnings")
+        ctx.result("drafter_errors", counts["error"])
+        ctx.result("drafter_warnings", counts["warning"])
+        return 0 if result["ok"] else 1
