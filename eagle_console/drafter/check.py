@@ -84,19 +84,24 @@ def context_length(cfg: dict[str, Any]) -> int | None:
     return value
 
 
-def describe_convention(ids: list[int], n_layers: int) -> str:
-    """Which aux-layer numbering `ids` look like for an N-layer target (reference §2, §4.1)."""
+def describe_convention(ids: list[int], n_layers: int) -> tuple[str, bool]:
+    """Which aux-layer numbering convention `ids` look like for an N-layer target (reference §2, §4.1), and
+    whether they are exactly that convention's default."""
     output_of_block = [1, n_layers // 2 - 1, n_layers - 4]
     input_to_layer = [2, n_layers // 2, n_layers - 3]
     if ids == output_of_block:
-        return (f"SpecForge/EAGLE 'output of block i' convention (default {output_of_block} for {n_layers} layers); "
-                "SGLang adds +1 when the first id is 1")
+        return (f"the SpecForge/EAGLE 'output of block i' convention (default {output_of_block} for {n_layers} "
+                "layers); SGLang adds +1 when the first id is 1", True)
     if ids == input_to_layer:
-        return (f"'input to layer i' convention (SGLang/vLLM default {input_to_layer} for {n_layers} layers); "
-                "SGLang >= PR #25454 uses them as-is, older SGLang added +1 (off by one)")
-    if [i - 1 for i in ids] == output_of_block or ids and ids[0] == 1:
-        return "'output of block i' (SpecForge) numbering, but not the default ids for this target"
-    return "neither the 'output of block i' nor the 'input to layer i' default for this target"
+        return (f"the 'input to layer i' convention (SGLang/vLLM default {input_to_layer} for {n_layers} layers); "
+                "SGLang >= PR #25454 uses them as-is, older SGLang added +1 (off by one)", True)
+    if ids and ids[0] == 1:
+        return (f"the 'output of block i' (SpecForge) convention, with the last id of a {ids[-1] + 4}-layer "
+                "target", False)
+    if ids and ids[0] == 2:
+        return (f"the 'input to layer i' (SGLang/vLLM) convention, with the last id of a {ids[-1] + 3}-layer "
+                "target", False)
+    return ("neither convention (first id 1: 'output of block i', first id 2: 'input to layer i')", False)
 
 
 class DrafterCheck:
@@ -318,14 +323,15 @@ class DrafterCheck:
             return
         if not isinstance(n_layers, int):
             return
-        convention = describe_convention(ids, n_layers)
+        convention, exact = describe_convention(ids, n_layers)
         out = [i for i in ids if i < 0 or i >= n_layers]
         if out:
             self.add("error", "AUX_LAYERS", f"aux layer ids {ids} include {out}, outside 0..{n_layers - 1} of the "
-                     f"target's {n_layers} layers; they look like {convention}")
+                     f"target's {n_layers} layers; they look like {convention}: use the ids the drafter was trained "
+                     "with, in the numbering this engine version expects")
         elif len(ids) != 3:
             self.add("warning", "AUX_LAYERS", f"{len(ids)} aux layer ids {ids}; EAGLE-3 fc expects 3")
-        elif "neither" in convention or "not the default" in convention:
+        elif not exact:
             self.add("warning", "AUX_LAYERS", f"aux layer ids {ids} are {convention} ({n_layers} layers): was the "
                      "drafter trained on a target with a different depth?")
         else:
