@@ -1,0 +1,135 @@
+"""Log lines of the simulated SGLang server, in SGLang's and NCCL's real formats.
+
+SGLang: `[%Y-%m-%d %H:%M:%S{prefix}] message`, prefix ` TP{rank}` for scheduler lines when tp > 1.
+NCCL (2.28, the H200 fixture's version): `{host}:{pid}:{tid} [{cudaDev}] NCCL INFO {msg}`, device ids as
+nvmlDev numbers (`R[D]`), SHM channels without a connIndex (`Channel 00 : ... via SHM/direct/direct`).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from collections.abc import Mapping
+
+NCCL_VERSION = "2.28.9+cuda13.0"
+CUDA_DRIVER_VERSION = 13000
+# PCIe bus ids of the 8 cards (busId as NCCL prints it: hex, no 0x). Pairs (0,1) (2,3) (4,5) (6,7) share a
+# PCIe switch (PXB): NCCL >= 2.23 uses P2P there by default and SHM across the host bridge (PHB).
+BUS_IDS = ("18000", "1a000", "3a000", "3c000", "9a000", "9c000", "ba000", "bc000")
+NCCL_ENV_VARS = ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_PROTO", "NCCL_ALGO", "NCCL_SHM_DISABLE",
+                 "NCCL_IB_DISABLE", "NCCL_CUMEM_ENABLE", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS",
+                 "NCCL_BUFFSIZE", "NCCL_NVLS_ENABLE")
+
+
+def stamp() -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def emit(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def sglang_line(message: str, tp_rank: int | None = None, tp_size: int = 1) -> str:
+    prefix = f" TP{tp_rank}" if tp_rank is not None and tp_size > 1 else ""
+    return f"[{stamp()}{prefix}] {message}"
+
+
+def uvicorn_line(message: str) -> str:
+    return f"[{stamp()}] INFO:     {message}"
+
+
+def host_name() -> str:
+    # NCCL: gethostname() cut at the first '.', '%' and '/' replaced by '-'
+    return socket.gethostname().split(".")[0].replace("%", "-").replace("/", "-") or "localhost"
+
+
+def same_switch(a: int, b: int) -> bool:
+    return a // 2 == b // 2
+
+
+def transport(src_dev: int, dst_dev: int, env: Mapping[str, str]) -> str:
+    """The channel transport NCCL picks between two GPUs of this PCIe node, honouring the env overrides."""
+    p2p_level = env.get("NCCL_P2P_LEVEL", "").upper()
+    p2p_off = env.get("NCCL_P2P_DISABLE") == "1" or p2p_level in ("LOC", "0")
+    shm_off = env.get("NCCL_SHM_DISABLE") == "1"
+    p2p_ok = not p2p_off and (same_switch(src_dev, dst_dev) or p2p_level in ("PHB", "SYS", "3", "4", "5"))
+    if p2p_ok:
+        return "P2P/CUMEM" if env.get("NCCL_CUMEM_ENABLE", "0") == "1" else "P2P/IPC"
+    if not shm_off:
+        return "SHM/direct/direct"
+    return "NET/Socket/0"
+
+
+def nccl_lines(rank: int, nranks: int, devs: list[int], env: Mapping[str, str], comm: str,
+               comm_id: str) -> list[str]:
+    """What one rank's NCCL prints at NCCL_DEBUG=INFO while initialising an nranks communicator."""
+    dev = devs[rank]
+    head = f"{host_name()}:{os.getpid()}:{os.getpid()} [{dev}] NCCL INFO "
+    bus = BUS_IDS[dev % len(BUS_IDS)]
+    out = [
+        "ENV/Plugin: Could not find: libnccl-env.so",
+        f"cudaDriverVersion {CUDA_DRIVER_VERSION}",
+        f"NCCL version {NCCL_VERSION}",
+        "Comm config Blocking set to 1",
+    ]
+    out += [f"{name} set by environment to {env[name]}" for name in NCCL_ENV_VARS if name in env]
+    out += [
+        "NET/Plugin: Could not find: libnccl-net.so",
+        "NET/IB : No device found.",
+        "Failed to initialize NET plugin IB",
+        "NET/Socket : Using [0]eth0:10.20.0.11<0>",
+        "Initialized NET plugin Socket",
+        "Assigned NET plugin Socket to comm",
+        "Using network Socket",
+        f"ncclCommInitRankConfig comm {comm} rank {rank} nranks {nranks} cudaDev {dev} nvmlDev {dev} "
+        f"busId {bus} commId {comm_id} - Init START",
+    ]
+    nxt, prv = (rank + 1) % nranks, (rank - 1) % nranks
+    out.append(f"comm {comm} rank {rank} nRanks {nranks} nNodes 1 localRanks {nranks} localRank {rank} MNNVL 0")
+    nchannels = 2
+    if rank == 0:
+        ring = " ".join(str(r) for r in range(nranks))
+        out += [f"Channel {c:02d}/{nchannels:02d} : {ring}" for c in range(nchannels)]
+    out += [f"Ring {c:02d} : {prv} -> {rank} -> {nxt}" for c in range(nchannels)]
+    tree_up = -1 if rank == 0 else rank - 1
+    tree_down = nxt if nxt != 0 else -1
+    out.append("Trees " + " ".join(f"[{c}] {tree_down}/-1/-1->{rank}->{tree_up}" for c in range(nchannels)))
+    out.append("P2P Chunksize set to 131072")
+    if nranks > 1:
+        for c in range(nchannels):
+            kind = transport(dev, devs[nxt], env)
+            conn = f"{rank}[{dev}] -> {nxt}[{devs[nxt]}]"
+            if kind.startswith("SHM"):
+                out.append(f"Channel {c:02d} : {conn} via {kind}")
+            elif kind.startswith("NET"):
+                out.append(f"Channel {c:02d}/0 : {conn} [send] via {kind}")
+            else:
+                out.append(f"Channel {c:02d}/0 : {conn} via {kind}")
+    out += [
+        "Connected all rings, use ring PXN 0 GDR 0",
+        "Connected all trees",
+        f"{nchannels} coll channels, {nchannels} collnet channels, 0 nvls channels, {nchannels} p2p channels, "
+        "2 p2p channels per peer",
+        "CC Off, workFifoBytes 1048576",
+        f"ncclCommInitRankConfig comm {comm} rank {rank} nranks {nranks} cudaDev {dev} nvmlDev {dev} "
+        f"busId {bus} commId {comm_id} - Init COMPLETE",
+        f"Init timings - ncclCommInitRankConfig: rank {rank} nranks {nranks} total 0.61 (kernels 0.38, "
+        "alloc 0.02, bootstrap 0.06, allgathers 0.01, topo 0.05, graphs 0.01, connections 0.07, rest 0.01)",
+    ]
+    return [head + m for m in out]
+
+
+def nccl_wanted(env: Mapping[str, str]) -> str:
+    """How much NCCL prints: 'info' (INFO lines), 'version' (the bare version line) or 'none'.
+
+    The simulated node runs with NCCL_DEBUG=INFO unless told otherwise, so the log has something to read.
+    """
+    level = env.get("NCCL_DEBUG", "INFO").upper()
+    if level in ("INFO", "TRACE"):
+        return "info"
+    if level in ("VERSION", "WARN"):
+        return "version"
+    return "none"
