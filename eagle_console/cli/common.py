@@ -55,7 +55,8 @@ def sim_dir(args: argparse.Namespace) -> Path | None:
 
 def load_plan(path: str | os.PathLike[str], state_dir: str | None = None) -> Plan:
     """Load a plan or raise CliError(code 2) with the first error as PLAN:LINE:COL: message."""
-    from eagle_console.plan.loader import PlanError, load_plan as _load
+    from eagle_console.plan.loader import PlanError
+    from eagle_console.plan.loader import load_plan as _load
 
     override = state_dir or os.environ.get("EAGLE_CONSOLE_STATE")
     try:
