@@ -1,0 +1,85 @@
+"""`sglang.bench`: single-stream streaming benchmark; every figure recorded as a result, with the baseline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eagle_console.engine.builtins.base import ActionContext, Builtin, BuiltinError
+
+KNOWN = {"url", "requests", "max_new_tokens", "prompt", "prompts_file", "baseline_tok_s"}
+
+
+def _positive_int(args: dict[str, Any], key: str, default: int) -> int:
+    value = args.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).isdigit() or int(value) < 1:
+        raise ValueError(f"`{key}` must be a positive integer, got {value!r}")
+    return int(value)
+
+
+class SglangBench(Builtin):
+    name = "sglang.bench"
+
+    def validate(self, args: dict[str, Any]) -> list[str]:
+        problems = []
+        unknown = set(args) - KNOWN
+        if unknown:
+            problems.append(f"unknown keys: {', '.join(sorted(unknown))}")
+        if not isinstance(args.get("url"), str) or not args.get("url"):
+            problems.append("`url` is required")
+        for key, default in (("requests", 10), ("max_new_tokens", 256)):
+            try:
+                _positive_int(args, key, default)
+            except ValueError as exc:
+                problems.append(str(exc))
+        base = args.get("baseline_tok_s")
+        if base is not None and (isinstance(base, bool) or not isinstance(base, (int, float)) or base <= 0):
+            problems.append(f"`baseline_tok_s` must be a positive number, got {base!r}")
+        if args.get("prompt") is not None and args.get("prompts_file") is not None:
+            problems.append("give `prompt` or `prompts_file`, not both")
+        return problems
+
+    def run(self, ctx: ActionContext) -> int:
+        from eagle_console.sglang.bench import load_prompts, run_bench
+        from eagle_console.sglang.client import ServerError
+
+        a = ctx.args
+        requests = _positive_int(a, "requests", 10)
+        max_new = _positive_int(a, "max_new_tokens", 256)
+        prompts_file = a.get("prompts_file")
+        if prompts_file and not str(prompts_file).startswith("/"):
+            prompts_file = str(ctx.plan.folder / str(prompts_file))
+        try:
+            prompts = load_prompts(a.get("prompt"), prompts_file)
+        except ValueError as exc:
+            raise BuiltinError(str(exc)) from None
+        ctx.say(f"benchmarking {a['url']}: {requests} requests x {max_new} new tokens, one at a time")
+
+        def progress(done: int, total: int, s) -> None:
+            rate = s.output_tokens / s.duration_s if s.duration_s > 0 else 0.0
+            accept = f", accept {s.accept_length:.2f}" if s.accept_length is not None else ""
+            ttft = f"{s.ttft_ms:.0f}" if s.ttft_ms is not None else "?"
+            ctx.say(f"request {done}/{total}: {s.output_tokens} tokens in {s.duration_s:.2f}s "
+                    f"({rate:.1f} tok/s, TTFT {ttft} ms{accept})")
+
+        try:
+            r = run_bench(a["url"], requests=requests, max_new_tokens=max_new, prompts=prompts, progress=progress)
+        except ServerError as exc:
+            raise BuiltinError(str(exc)) from None
+        ctx.result("tok_s", r.tok_s)
+        ctx.result("output_tokens", r.output_tokens)
+        ctx.result("requests", r.requests)
+        ctx.result("duration_s", r.duration_s)
+        for name in ("ttft_ms_median", "itl_ms_median", "accept_length", "accept_length_server"):
+            value = getattr(r, name)
+            if value is not None:
+                ctx.result(name, value)
+        baseline = a.get("baseline_tok_s", ctx.plan.baseline.get("tok_s"))
+        if baseline:
+            speedup = r.tok_s / float(baseline)
+            ctx.result("baseline_tok_s", float(baseline))
+            ctx.result("speedup", round(speedup, 3))
+            ctx.say(f"{r.tok_s:.1f} tok/s vs baseline {float(baseline):.1f} tok/s: {speedup:.2f}x "
+                    f"({(speedup - 1) * 100:+.0f}%)")
+        else:
+            ctx.say(f"{r.tok_s:.1f} tok/s (no baseline: set plan.baseline.tok_s or with.baseline_tok_s)")
+        return 0

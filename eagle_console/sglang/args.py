@@ -1,0 +1,140 @@
+"""The `python -m sglang.launch_server ...` command line of a `sglang.server` step, and its checks.
+
+`with` keys: model, draft, tp, port, host (127.0.0.1), speculative = {algorithm, num_steps, eagle_topk,
+num_draft_tokens}, args (extra flags, a list), python (interpreter command, default `python3`; a string is
+split with shlex, so "python -m eagle_console.sim.sglang_server" launches the simulated server instead).
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+from eagle_console.drafter.check import Finding
+
+ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM")
+SPEC_FLAGS = (("num_steps", "--speculative-num-steps"), ("eagle_topk", "--speculative-eagle-topk"),
+              ("num_draft_tokens", "--speculative-num-draft-tokens"))
+KNOWN_KEYS = {"model", "draft", "tp", "port", "host", "speculative", "args", "python"}
+
+
+class LaunchArgsError(ValueError):
+    """A `with` table that cannot make a launch command (the message names the key)."""
+
+
+def _int(args: dict[str, Any], key: str, default: int | None, lo: int, hi: int) -> int | None:
+    value = args.get(key, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, str) and value.isdigit())):
+        raise LaunchArgsError(f"`{key}` must be an integer, got {value!r}")
+    n = int(value)
+    if not lo <= n <= hi:
+        raise LaunchArgsError(f"`{key}` must be between {lo} and {hi}, got {n}")
+    return n
+
+
+def python_command(args: dict[str, Any]) -> list[str]:
+    py = args.get("python", "python3")
+    if isinstance(py, str):
+        try:
+            parts = shlex.split(py)
+        except ValueError as exc:
+            raise LaunchArgsError(f"`python` does not split as a command line: {exc}") from None
+    elif isinstance(py, list) and all(isinstance(p, str) for p in py):
+        parts = list(py)
+    else:
+        raise LaunchArgsError(f"`python` must be a string or a list of strings, got {py!r}")
+    if not parts:
+        raise LaunchArgsError("`python` is empty")
+    return parts
+
+
+def speculative(args: dict[str, Any]) -> dict[str, Any]:
+    spec = args.get("speculative") or {}
+    if not isinstance(spec, dict):
+        raise LaunchArgsError(f"`speculative` must be a table, got {spec!r}")
+    unknown = set(spec) - {"algorithm", *(k for k, _ in SPEC_FLAGS)}
+    if unknown:
+        raise LaunchArgsError(f"`speculative` has unknown keys: {', '.join(sorted(unknown))}")
+    algorithm = spec.get("algorithm")
+    if algorithm is not None and str(algorithm).upper() not in ALGORITHMS:
+        raise LaunchArgsError(f"`speculative.algorithm` must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
+    out: dict[str, Any] = {"algorithm": str(algorithm).upper() if algorithm else None}
+    for key, _flag in SPEC_FLAGS:
+        out[key] = _int(spec, key, None, 1, 64)
+    return out
+
+
+def build_launch_argv(args: dict[str, Any]) -> list[str]:
+    """The launch command for a `sglang.server` `with` table; LaunchArgsError if a key is malformed."""
+    unknown = set(args) - KNOWN_KEYS
+    if unknown:
+        raise LaunchArgsError(f"unknown keys: {', '.join(sorted(unknown))} (known: {', '.join(sorted(KNOWN_KEYS))})")
+    model = args.get("model")
+    if not isinstance(model, str) or not model:
+        raise LaunchArgsError("`model` (a model path or name) is required")
+    tp = _int(args, "tp", 1, 1, 64)
+    port = _int(args, "port", 30000, 1, 65535)
+    host = args.get("host", "127.0.0.1")
+    if not isinstance(host, str) or not host:
+        raise LaunchArgsError(f"`host` must be a string, got {host!r}")
+    extra = args.get("args", [])
+    if not isinstance(extra, list) or not all(isinstance(a, (str, int, float)) for a in extra):
+        raise LaunchArgsError(f"`args` must be a list of flags, got {extra!r}")
+    argv = [*python_command(args), "-m", "sglang.launch_server", "--model-path", model,
+            "--tp-size", str(tp), "--host", host, "--port", str(port)]
+    spec = speculative(args)
+    draft = args.get("draft")
+    if draft is not None and (not isinstance(draft, str) or not draft):
+        raise LaunchArgsError(f"`draft` must be a path, got {draft!r}")
+    if draft and not spec["algorithm"]:
+        raise LaunchArgsError("`draft` is set but `speculative.algorithm` is not (EAGLE3 for an EAGLE-3 drafter)")
+    if spec["algorithm"]:
+        argv += ["--speculative-algorithm", spec["algorithm"]]
+        if draft:
+            argv += ["--speculative-draft-model-path", draft]
+        for key, flag in SPEC_FLAGS:
+            if spec[key] is not None:
+                argv += [flag, str(spec[key])]
+    return argv + [str(a) for a in extra]
+
+
+def _draft_config(draft: str) -> dict[str, Any] | None:
+    from eagle_console.drafter.checkpoint import CheckpointError, read_json
+
+    path = Path(draft)
+    config = path / "config.json" if path.is_dir() else path
+    if not config.is_file():
+        return None  # a hub id or a path on another machine: nothing to read here
+    try:
+        return read_json(config)
+    except CheckpointError:
+        return None
+
+
+def launch_findings(args: dict[str, Any]) -> list[Finding]:
+    """Problems with a `sglang.server` `with` table, found without launching (errors refuse the launch)."""
+    try:
+        build_launch_argv(args)
+    except LaunchArgsError as exc:
+        return [Finding("error", "ARGS", str(exc))]
+    spec = speculative(args)
+    findings: list[Finding] = []
+    draft = args.get("draft")
+    if draft and spec["algorithm"] in ("EAGLE", "EAGLE3"):
+        from eagle_console.drafter.check import is_eagle3
+
+        config = _draft_config(draft)
+        if config is not None and is_eagle3(config) and spec["algorithm"] == "EAGLE":
+            findings.append(Finding(
+                "error", "ALGORITHM",
+                f"{draft} is an EAGLE-3 drafter but speculative.algorithm is EAGLE: SGLang would load it as an "
+                "EAGLE-2 head (wrong fc width, no aux hidden states); use algorithm = \"EAGLE3\""))
+    topk, steps, tokens = spec["eagle_topk"], spec["num_steps"], spec["num_draft_tokens"]
+    if topk == 1 and steps is not None and tokens is not None and tokens != steps + 1:
+        findings.append(Finding(
+            "warning", "SPEC_CHAIN",
+            f"eagle_topk = 1 is a chain: num_draft_tokens should be num_steps + 1 = {steps + 1}, not {tokens}"))
+    return findings

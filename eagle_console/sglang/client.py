@@ -1,0 +1,138 @@
+"""A small httpx client for a running SGLang server (or the simulated one): the endpoints the console reads."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+
+class ServerError(Exception):
+    """The server could not be reached, or answered something that is not SGLang's shape."""
+
+
+@dataclass(frozen=True)
+class StreamChunk:
+    t: float  # time.monotonic() when the chunk arrived
+    data: dict[str, Any]
+
+    @property
+    def completion_tokens(self) -> int:
+        return int((self.data.get("meta_info") or {}).get("completion_tokens", 0))
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return self.data.get("meta_info") or {}
+
+
+def accept_length_from_info(info: dict[str, Any]) -> float | None:
+    """Server-lifetime average accept length: `internal_states[0]` first, then the top level (old servers)."""
+    states = info.get("internal_states")
+    if isinstance(states, list) and states and isinstance(states[0], dict):
+        value = states[0].get("avg_spec_accept_length")
+        if isinstance(value, (int, float)):
+            return float(value)
+    value = info.get("avg_spec_accept_length")
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+class SglangClient:
+    def __init__(self, base_url: str, timeout: float = 30.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        for suffix in ("/health", "/generate"):  # accept a health/generate URL as the server's
+            if self.base_url.endswith(suffix):
+                self.base_url = self.base_url[: -len(suffix)]
+        self.http = httpx.Client(base_url=self.base_url, timeout=timeout)
+
+    def close(self) -> None:
+        self.http.close()
+
+    def __enter__(self) -> SglangClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _get_json(self, path: str) -> dict[str, Any]:
+        try:
+            r = self.http.get(path)
+        except httpx.HTTPError as exc:
+            raise ServerError(f"{self.base_url}{path}: {type(exc).__name__}: {exc}") from None
+        if r.status_code != 200:
+            raise ServerError(f"{self.base_url}{path}: HTTP {r.status_code}")
+        try:
+            data = r.json()
+        except ValueError:
+            raise ServerError(f"{self.base_url}{path}: not JSON") from None
+        if not isinstance(data, dict):
+            raise ServerError(f"{self.base_url}{path}: expected a JSON object")
+        return data
+
+    def health(self) -> int | None:
+        """The /health status code (200 ready, 503 starting), or None when nothing answers."""
+        try:
+            return self.http.get("/health").status_code
+        except httpx.HTTPError:
+            return None
+
+    def server_info(self) -> dict[str, Any]:
+        return self._get_json("/get_server_info")
+
+    def accept_length(self) -> float | None:
+        return accept_length_from_info(self.server_info())
+
+    def model_info(self) -> dict[str, Any]:
+        return self._get_json("/get_model_info")
+
+    def flush_cache(self) -> bool:
+        try:
+            return self.http.post("/flush_cache").status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def generate(self, text: str, max_new_tokens: int, ignore_eos: bool = True,
+                 temperature: float = 0.0) -> dict[str, Any]:
+        """A plain (non-streamed) /generate."""
+        body = self._body(text, max_new_tokens, ignore_eos, temperature, stream=False)
+        try:
+            r = self.http.post("/generate", json=body)
+        except httpx.HTTPError as exc:
+            raise ServerError(f"{self.base_url}/generate: {type(exc).__name__}: {exc}") from None
+        if r.status_code != 200:
+            raise ServerError(f"{self.base_url}/generate: HTTP {r.status_code}: {r.text[:200]}")
+        return r.json()
+
+    def stream_generate(self, text: str, max_new_tokens: int, ignore_eos: bool = True,
+                        temperature: float = 0.0) -> Iterator[StreamChunk]:
+        """A streamed /generate: one StreamChunk per `data: {...}` event, until `data: [DONE]`."""
+        body = self._body(text, max_new_tokens, ignore_eos, temperature, stream=True)
+        try:
+            with self.http.stream("POST", "/generate", json=body) as r:
+                if r.status_code != 200:
+                    r.read()
+                    raise ServerError(f"{self.base_url}/generate: HTTP {r.status_code}: {r.text[:200]}")
+                for line in r.iter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    payload = line[5:].strip()
+                    if payload == "[DONE]":
+                        return
+                    try:
+                        data = json.loads(payload)
+                    except ValueError:
+                        raise ServerError(f"{self.base_url}/generate: bad stream event {payload[:80]!r}") from None
+                    if isinstance(data, dict) and "error" in data:
+                        raise ServerError(f"{self.base_url}/generate: {data['error']}")
+                    yield StreamChunk(time.monotonic(), data)
+        except httpx.HTTPError as exc:
+            raise ServerError(f"{self.base_url}/generate: {type(exc).__name__}: {exc}") from None
+
+    @staticmethod
+    def _body(text: str, max_new_tokens: int, ignore_eos: bool, temperature: float, stream: bool) -> dict:
+        return {"text": text, "stream": stream,
+                "sampling_params": {"max_new_tokens": max_new_tokens, "temperature": temperature,
+                                    "ignore_eos": ignore_eos}}
