@@ -1,0 +1,288 @@
+"""The simulated SGLang server: real processes, real signals, real HTTP on 127.0.0.1, real sim GPU state."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from eagle_console.sglang.client import SglangClient, accept_length_from_info
+from eagle_console.sim import gpustate
+from eagle_console.sim.server_logs import nccl_lines
+
+SPEC_FLAGS = ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "/models/k25-eagle3",
+              "--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class SimServer:
+    proc: subprocess.Popen
+    url: str
+    log: Path
+    sim: Path
+
+    def text(self) -> str:
+        return self.log.read_text()
+
+    def session_pids(self) -> list[int]:
+        out = []
+        for p in psutil.process_iter():
+            try:
+                if os.getsid(p.pid) == self.proc.pid:
+                    out.append(p.pid)
+            except OSError:
+                continue
+        return out
+
+    def cleanup(self) -> None:
+        """Kill every process of the server's session (launcher, schedulers, orphans) and reap them."""
+        pids = self.session_pids()
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if self.proc.poll() is None:
+            self.proc.wait(timeout=10)
+        psutil.wait_procs([psutil.Process(p) for p in pids if psutil.pid_exists(p)], timeout=10)
+
+
+def start_server(tmp: Path, tp: int = 2, spec: bool = True, extra: list[str] | None = None,
+                 env: dict[str, str] | None = None) -> SimServer:
+    sim = tmp / "sim"
+    if not (sim / "node.json").exists():
+        gpustate.create_node(sim)
+    port = free_port()
+    log = tmp / f"server-{port}.log"
+    argv = [sys.executable, "-m", "eagle_console.sim.sglang_server", "-m", "sglang.launch_server",
+            "--model-path", "/models/Kimi-K2.5", "--tp-size", str(tp), "--port", str(port),
+            "--trust-remote-code", "--disable-custom-all-reduce", "--decode-log-interval", "5",
+            *(SPEC_FLAGS if spec else []), *(extra or [])]
+    full_env = {**os.environ, "EAGLE_CONSOLE_SIM": str(sim), "EAGLE_SIM_STARTUP_S": "0.6"}
+    if tp < 8:  # Kimi-K2.5 does not fit 2 cards: a smaller model for the small-tp tests
+        full_env["EAGLE_SIM_WEIGHTS_GIB"] = "100"
+    full_env.update(env or {})
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=full_env, start_new_session=True)
+    return SimServer(proc, f"http://127.0.0.1:{port}", log, sim)
+
+
+def wait_ready(server: SimServer, limit_s: float = 60.0) -> list[int | None]:
+    """Poll /health until 200; returns the statuses seen (None: nothing listening yet)."""
+    seen: list[int | None] = []
+    client = SglangClient(server.url, timeout=5)
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        status = client.health()
+        if not seen or seen[-1] != status:
+            seen.append(status)
+        if status == 200:
+            return seen
+        assert server.proc.poll() is None, server.text()
+        time.sleep(0.05)
+    raise AssertionError(f"server not ready; statuses {seen}\n{server.text()}")
+
+
+def wait_gone(pids: list[int], limit_s: float = 20.0) -> None:
+    procs = [psutil.Process(p) for p in pids if psutil.pid_exists(p)]
+    _gone, alive = psutil.wait_procs(procs, timeout=limit_s)
+    alive = [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
+    assert not alive, f"still running: {alive}"
+
+
+@pytest.fixture(scope="module")
+def tp8(tmp_path_factory):
+    server = start_server(tmp_path_factory.mktemp("tp8"), tp=8)
+    try:
+        statuses = wait_ready(server)
+        server.statuses = statuses  # type: ignore[attr-defined]
+        yield server
+    finally:
+        server.cleanup()
+
+
+def test_health_is_503_while_starting_then_200(tp8):
+    statuses = [s for s in tp8.statuses if s is not None]
+    assert statuses[0] == 503 and statuses[-1] == 200
+
+
+def test_processes_titles_group_and_gpu_memory(tp8):
+    launcher = psutil.Process(tp8.proc.pid)
+    children = launcher.children()
+    titles = sorted(c.cmdline()[0] for c in children)
+    assert titles == sorted([f"sglang::scheduler_TP{r}" for r in range(8)] + ["sglang::detokenizer"])
+    assert {os.getpgid(c.pid) for c in children} == {os.getpgid(launcher.pid)}
+    held = {h.pid: h for h in gpustate.holders(tp8.sim)}
+    schedulers = [c for c in children if "scheduler" in c.cmdline()[0]]
+    assert sorted(held) == sorted(c.pid for c in schedulers)  # the detokenizer holds nothing
+    gpus = sorted(g for h in held.values() for g in h.mib)
+    assert gpus == list(range(8))
+    for h in held.values():
+        (mib,) = h.mib.values()
+        assert 70_000 < mib < 85_000  # ≈78 GB of weights + KV cache + graphs on a 96 GB card
+        assert h.command.startswith("sglang::scheduler_TP")
+
+
+def test_log_has_sglang_and_nccl_lines_for_every_rank(tp8):
+    text = tp8.text()
+    assert "server_args=ServerArgs(model_path='/models/Kimi-K2.5'" in text
+    assert text.count("- Init COMPLETE") == 8
+    assert text.count("NCCL version 2.28.9+cuda13.0") == 8
+    for rank in range(8):
+        assert "ncclCommInitRankConfig comm 0x" in text and f" rank {rank} nranks 8 cudaDev {rank}" in text
+        assert f"[{rank}] NCCL INFO comm " in text and f"localRanks 8 localRank {rank} MNNVL 0" in text
+    # PCIe node: P2P inside a switch pair, SHM across the host bridge
+    assert "Channel 00/0 : 0[0] -> 1[1] via P2P/IPC" in text
+    assert "Channel 00 : 1[1] -> 2[2] via SHM/direct/direct" in text
+    assert "NCCL_CUMEM_ENABLE set by environment to 0" in text
+    for stage in ("Load weight end.", "KV Cache is allocated. #tokens:", "Capture cuda graph end.",
+                  "Loading safetensors checkpoint shards: 100% Completed | 64/64",
+                  "Uvicorn running on http://127.0.0.1:", "The server is fired up and ready to roll!"):
+        assert stage in text, stage
+    assert text.index("Capture cuda graph end.") < text.index("The server is fired up and ready to roll!")
+    assert "[2026" in text or "[20" in text
+    assert "ignoring flags: -m sglang.launch_server" in text
+
+
+def test_generate_plain_and_streamed(tp8):
+    with SglangClient(tp8.url) as c:
+        plain = c.generate("The capital city of France is", max_new_tokens=24)
+        chunks = list(c.stream_generate("Count to ten:", max_new_tokens=30))
+    meta = plain["meta_info"]
+    assert meta["completion_tokens"] == 24 == len(plain["output_ids"])
+    assert meta["prompt_tokens"] > 0 and meta["finish_reason"]["type"] == "length"
+    assert 1 <= meta["spec_verify_ct"] < 24
+    assert len(chunks) >= 2
+    counts = [ch.completion_tokens for ch in chunks]
+    assert counts == sorted(counts) and counts[-1] == 30
+    assert len(chunks[-1].data["output_ids"]) == 30  # cumulative
+    assert "spec_verify_ct" in chunks[-1].meta and "spec_verify_ct" not in chunks[0].meta
+    assert chunks[-1].data["text"].startswith(chunks[0].data["text"])
+    # the raw stream is SSE ending in [DONE]
+    body = {"text": "hi", "stream": True, "sampling_params": {"max_new_tokens": 5}}
+    raw = httpx.post(f"{tp8.url}/generate", json=body, timeout=30).text
+    events = [e for e in raw.split("\n\n") if e]
+    assert all(e.startswith("data: ") for e in events) and events[-1] == "data: [DONE]"
+
+
+def test_info_endpoints_and_decode_lines(tp8):
+    with SglangClient(tp8.url) as c:
+        c.generate("warm", max_new_tokens=40)
+        info = c.server_info()
+        model = c.model_info()
+        assert c.flush_cache()
+    accept = accept_length_from_info(info)
+    assert accept is not None and 1.0 <= accept <= 4.0  # includes the bonus token: 1..num_steps+1
+    assert info["internal_states"][0]["avg_spec_accept_length"] == accept
+    assert info["tp_size"] == 8 and info["speculative_algorithm"] == "EAGLE3"
+    assert model["model_path"] == "/models/Kimi-K2.5" and model["is_generation"] is True
+    models = httpx.get(f"{tp8.url}/v1/models").json()
+    assert models["data"][0]["id"] == "/models/Kimi-K2.5"
+    assert httpx.get(f"{tp8.url}/nope").status_code == 404
+    decode = [ln for ln in tp8.text().splitlines() if "Decode batch" in ln]
+    assert decode and all(" TP0] Decode batch, #running-req: " in ln and "accept len: " in ln for ln in decode)
+    assert "gen throughput (token/s): " in decode[-1]
+
+
+def test_without_speculation_no_accept_length(tmp_path):
+    server = start_server(tmp_path, tp=2, spec=False)
+    try:
+        wait_ready(server)
+        with SglangClient(server.url) as c:
+            out = c.generate("hello", max_new_tokens=12)
+            assert c.accept_length() is None
+        assert out["meta_info"]["completion_tokens"] == 12 and "spec_verify_ct" not in out["meta_info"]
+        decode = [ln for ln in server.text().splitlines() if "Decode batch" in ln]
+        assert decode and not any("accept len" in ln for ln in decode)
+        assert "[2" in decode[0] and " TP0] " in decode[0]
+    finally:
+        server.cleanup()
+
+
+def test_sigkill_of_launcher_leaves_schedulers_holding_memory(tmp_path):
+    server = start_server(tmp_path, tp=2)
+    try:
+        wait_ready(server)
+        launcher = psutil.Process(server.proc.pid)
+        schedulers = [c.pid for c in launcher.children() if "scheduler" in c.cmdline()[0]]
+        assert len(schedulers) == 2
+        os.kill(launcher.pid, signal.SIGKILL)
+        server.proc.wait(timeout=10)
+        for pid in schedulers:
+            p = psutil.Process(pid)
+            assert p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+            assert p.ppid() != launcher.pid  # reparented to PID 1 or the subreaper
+        held = {h.pid for h in gpustate.holders(server.sim)}
+        assert set(schedulers) <= held
+        # the group still reaches them: SIGTERM of the group frees all their memory
+        os.killpg(os.getpgid(schedulers[0]), signal.SIGTERM)
+        wait_gone(schedulers)
+        assert not gpustate.holders(server.sim)
+    finally:
+        server.cleanup()
+
+
+def test_sigterm_of_launcher_stops_children_and_frees_memory(tmp_path):
+    server = start_server(tmp_path, tp=2)
+    try:
+        wait_ready(server)
+        children = [c.pid for c in psutil.Process(server.proc.pid).children()]
+        assert len(children) == 3
+        server.proc.send_signal(signal.SIGTERM)
+        assert server.proc.wait(timeout=20) == 0
+        wait_gone(children)
+        assert not gpustate.holders(server.sim)
+    finally:
+        server.cleanup()
+
+
+def test_model_too_big_for_the_cards_fails_like_sglang(tmp_path):
+    server = start_server(tmp_path, tp=1, spec=False, env={"EAGLE_SIM_WEIGHTS_GIB": "580"})
+    try:
+        assert server.proc.wait(timeout=30) == 1
+        text = server.text()
+        assert "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static." in text
+        assert "Received sigquit from a child process." in text
+    finally:
+        server.cleanup()
+
+
+def test_nccl_env_overrides_pick_transports():
+    devs = list(range(8))
+    default = "\n".join(nccl_lines(3, 8, devs, {"NCCL_CUMEM_ENABLE": "0"}, "0x1", "0x2"))
+    assert "3[3] -> 4[4] via SHM/direct/direct" in default
+    off = "\n".join(ln for r in range(8) for ln in nccl_lines(r, 8, devs, {"NCCL_P2P_DISABLE": "1",
+                                                                          "NCCL_PROTO": "Simple"}, "0x1", "0x2"))
+    assert "via P2P" not in off and off.count("via SHM/direct/direct") == 16
+    assert "NCCL_P2P_DISABLE set by environment to 1" in off and "NCCL_PROTO set by environment to Simple" in off
+    sys_level = "\n".join(ln for r in range(8) for ln in nccl_lines(r, 8, devs, {"NCCL_P2P_LEVEL": "SYS",
+                                                                                "NCCL_CUMEM_ENABLE": "1"}, "0x1", "0x2"))
+    assert "via SHM" not in sys_level and sys_level.count("via P2P/CUMEM") == 16
+    assert sys_level.count("Channel 00/02 : 0 1 2 3 4 5 6 7") == 1  # the ring, printed by rank 0 only
+
+
+def test_nccl_lines_match_nccl_prefix_format():
+    # the generic line regex of reference/nccl-logs.md (from nccl:src/debug.cc)
+    import re
+
+    rx = re.compile(r"^(?:\[(?P<ts>[^\]]*)\] )?(?P<host>[^:\s]+):(?P<pid>\d+):(?P<tid>\d+) (?:\[(?P<dev>\d+)\] )?"
+                    r"(?:(?P<file>\S+):(?P<line>\d+) (?:\((?P<func>[^)]*)\) )?)?NCCL (?P<lvl>INFO|WARN|TRACE|CALL) "
+                    r"(?P<msg>.*)$")
+    lines = nccl_lines(5, 8, list(range(8)), {}, "0x1", "0x2")
+    assert all(rx.match(ln) and rx.match(ln)["dev"] == "5" for ln in lines)
+    assert any(ln.endswith("busId 9c000 commId 0x2 - Init COMPLETE") for ln in lines)
