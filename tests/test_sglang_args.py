@@ -1,0 +1,102 @@
+"""The sglang.server launch command: argv from `with`, its checks (ALGORITHM on real drafter configs)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from eagle_console.engine.builtins.base import ActionContext
+from eagle_console.engine.builtins.sglang_server import SglangServer
+from eagle_console.plan.model import Plan, Step
+from eagle_console.sglang.args import LaunchArgsError, build_launch_argv, launch_findings
+
+SPEC = {"algorithm": "EAGLE3", "num_steps": 2, "eagle_topk": 1, "num_draft_tokens": 3}
+
+
+def eagle3_drafter(folder: Path) -> Path:
+    """A drafter folder whose config.json is shaped like SpecForge's LlamaForCausalLMEagle3 export."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "num_hidden_layers": 1,
+        "hidden_size": 7168, "vocab_size": 163840, "draft_vocab_size": 32000,
+        "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 29, 57]}}))
+    return folder
+
+
+def eagle2_drafter(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "hidden_size": 4096,
+                                                    "vocab_size": 32000}))
+    return folder
+
+
+def test_full_argv_in_order():
+    argv = build_launch_argv({"model": "/m/K2.5", "draft": "/m/draft", "tp": 8, "port": "30000",
+                              "speculative": SPEC, "args": ["--disable-custom-all-reduce", "--trust-remote-code"]})
+    assert argv == ["python3", "-m", "sglang.launch_server", "--model-path", "/m/K2.5", "--tp-size", "8",
+                    "--host", "127.0.0.1", "--port", "30000", "--speculative-algorithm", "EAGLE3",
+                    "--speculative-draft-model-path", "/m/draft", "--speculative-num-steps", "2",
+                    "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "3",
+                    "--disable-custom-all-reduce", "--trust-remote-code"]
+
+
+def test_python_string_is_split_so_the_sim_can_stand_in():
+    argv = build_launch_argv({"model": "m", "python": "/venv/bin/python -m eagle_console.sim.sglang_server"})
+    assert argv[:5] == ["/venv/bin/python", "-m", "eagle_console.sim.sglang_server", "-m", "sglang.launch_server"]
+    assert build_launch_argv({"model": "m", "python": ["py", "-X", "dev"]})[:3] == ["py", "-X", "dev"]
+
+
+@pytest.mark.parametrize("with_, words", [
+    ({}, "`model`"),
+    ({"model": "m", "port": 70000}, "`port` must be between"),
+    ({"model": "m", "tp": "eight"}, "`tp` must be an integer"),
+    ({"model": "m", "speculative": {"algorithm": "EAGLE4"}}, "speculative.algorithm"),
+    ({"model": "m", "speculative": {"algorithm": "EAGLE3", "steps": 2}}, "unknown keys: steps"),
+    ({"model": "m", "draft": "/d"}, "`draft` is set but"),
+    ({"model": "m", "args": "--x"}, "`args` must be a list"),
+    ({"model": "m", "python": "'unclosed"}, "`python` does not split"),
+    ({"model": "m", "typo": 1}, "unknown keys: typo"),
+])
+def test_bad_with_is_refused_with_the_key(with_, words):
+    with pytest.raises(LaunchArgsError, match=words.replace("(", r"\(").replace("`", "`")):
+        build_launch_argv(with_)
+    assert [f.code for f in launch_findings(with_)] == ["ARGS"]
+
+
+def test_eagle3_drafter_with_algorithm_eagle_is_refused(tmp_path):
+    draft = eagle3_drafter(tmp_path / "k25-eagle3")
+    findings = launch_findings({"model": "m", "draft": str(draft), "speculative": {**SPEC, "algorithm": "EAGLE"}})
+    assert [(f.severity, f.code) for f in findings] == [("error", "ALGORITHM")]
+    assert "EAGLE3" in findings[0].message
+    assert SglangServer().validate({"model": "m", "draft": str(draft), "speculative": {"algorithm": "eagle"}})[0] \
+        .startswith("ALGORITHM: ")
+    assert launch_findings({"model": "m", "draft": str(draft), "speculative": SPEC}) == []
+
+
+def test_eagle2_drafter_with_eagle_is_fine_and_hub_ids_are_not_read(tmp_path):
+    draft = eagle2_drafter(tmp_path / "eagle2")
+    assert launch_findings({"model": "m", "draft": str(draft), "speculative": {"algorithm": "EAGLE"}}) == []
+    assert launch_findings({"model": "m", "draft": "AQ-MedAI/Kimi-K25-eagle3",
+                            "speculative": {"algorithm": "EAGLE"}}) == []
+
+
+def test_chain_with_wrong_draft_token_count_warns():
+    findings = launch_findings({"model": "m", "speculative": {"algorithm": "EAGLE3", "num_steps": 3,
+                                                              "eagle_topk": 1, "num_draft_tokens": 3}})
+    assert [(f.severity, f.code) for f in findings] == [("warning", "SPEC_CHAIN")]
+    assert SglangServer().validate({"model": "m", "speculative": {"algorithm": "EAGLE3", "num_steps": 3,
+                                                                  "eagle_topk": 1, "num_draft_tokens": 3}}) == []
+
+
+def test_builtin_argv_and_default_ready(tmp_path):
+    plan = Plan(id="p", title="P", path=tmp_path / "plan.toml", state_dir=tmp_path / "state")
+    step = Step(id="0.3", title="server", phase_id="0", timeout_s=600.0)
+    args = {"model": "/m", "tp": 8, "port": 31000, "host": "0.0.0.0"}
+    ctx = ActionContext(plan, step, args, plan.state_dir, plan.state_dir / "artifacts" / "0.3")
+    b = SglangServer()
+    assert b.service and b.has_undo()
+    assert b.service_argv(ctx)[:3] == ["python3", "-m", "sglang.launch_server"]
+    ready = b.default_ready(ctx)
+    assert ready.http == "http://127.0.0.1:31000/health" and ready.timeout_s == 600.0
