@@ -1,0 +1,439 @@
+"""NCCL debug log (NCCL_DEBUG=INFO) → the `nccl --json` summary: ranks, devices, transports, findings.
+
+Pure functions over text lines; `NcclParser` is incremental so the console can feed it the lines a log
+follower delivers. Lines may come from many processes and hosts interleaved, carry a launcher prefix
+(pdsh `host: `, Ray `(Worker pid=N) `, docker `svc  | `, mpirun `[1,0]<stdout>:`), a WARN timestamp
+(NCCL ≥ 2.26), and either rank layout: `R[busId]` in hex (NCCL ≤ 2.18.1) or `R[nvmlDev]` (newer).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+# host:pid:tid [cudaDev] (file:line (func) )?NCCL LEVEL msg — searched, not anchored, so a launcher
+# prefix before the host is skipped. The host may contain anything but blanks and colons.
+_LINE = re.compile(
+    r"(?:\[(?P<ts>\d{4}-\d\d-\d\d[^\]]*)\] )?"
+    r"(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+) "
+    r"(?:\[(?P<dev>\d+)\] )?"
+    r"(?:(?P<file>[\w./+-]+):(?P<fline>\d+) (?:\((?P<func>[^)]*)\) )?)?"
+    r"NCCL (?P<lvl>INFO|WARN|TRACE|CALL|ABORT) ?(?P<msg>.*)$"
+)
+_VERSION = re.compile(r"NCCL version (?P<v>\d+\.\d+\.\d+\S*)")
+# What SGLang/vLLM print about the NCCL they load, e.g. `sglang is using nccl==2.27.3`.
+_FRAMEWORK_VERSION = re.compile(r"is using nccl==(?P<v>\d+\.\d+\.\d+)")
+# `Channel 05/0 : 8[0] -> 15[7] [send] via NET/Socket/0`; very old releases said `Ring 00 :`.
+_CONN = re.compile(
+    r"^(?:Channel|Ring) (?P<ch>\d+)(?:/(?P<conn>\d+))? : "
+    r"(?P<src>\d+)\[(?P<sdev>[0-9a-fA-F]+)\] -> (?P<dst>\d+)\[(?P<ddev>[0-9a-fA-F]+)\]"
+    r"(?: \[(?P<dir>send|receive)\])? via (?P<via>.+?)\s*$"
+)
+# `... comm 0x.. rank 0 nranks 8 cudaDev 0 (nvmlDev 0 )?busId 1000 (commId 0x.. )?- Init COMPLETE`
+_INIT = re.compile(
+    r"comm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cuda>\d+)"
+    r"(?: nvmlDev (?P<nvml>\d+))? busId (?P<bus>[0-9a-fA-F]+)"
+    r"(?: commId (?P<commid>0x[0-9a-fA-F]+))?.*? - Init (?P<phase>START|COMPLETE)"
+)
+_TOPO = re.compile(
+    r"comm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) nRanks (?P<nranks>\d+) nNodes (?P<nnodes>\d+)"
+)
+_ENV = re.compile(r"^(?P<name>NCCL_[A-Z0-9_]+) set by environment to (?P<value>.*?)\s*$")
+_P2P_DISABLED = (
+    re.compile(r"P2P is disabled between connected GPUs (?P<a>\d+) and (?P<b>\d+)"),
+    re.compile(r"Could not enable P2P between dev (?P<a>\d+)\S* and dev (?P<b>\d+)"),
+    re.compile(r"peer query failed between dev (?P<a>\d+) and dev (?P<b>\d+)"),
+    re.compile(r"P2P not supported between GPU(?P<a>\d+) and GPU(?P<b>\d+)"),
+    re.compile(r"Legacy IPC not supported"),
+)
+_CONNECTED_RINGS = re.compile(r"^Connected all rings")
+_SEVERE_WARN = re.compile(r"fail|error|timeout|timed out|abort|unhandled", re.IGNORECASE)
+
+TRANSPORTS = ("P2P", "SHM", "NET", "COLLNET")
+MAX_PAIRS = 20_000  # bounded memory: an 8-rank server with several communicators stays far below
+MAX_WARNINGS = 200
+# NCCL 2.23 moved the default P2P cutoff to PXB: SHM across a CPU host bridge is the designed default.
+SHM_DEFAULT_SINCE = (2, 23)
+# The `R[x]` number is the nvmlDev from 2.18.3; up to 2.18.1 it was the hex PCI busId.
+NVMLDEV_LAYOUT_SINCE = (2, 18, 3)
+
+
+def parse_version(text: str | None) -> tuple[int, ...] | None:
+    """`2.28.9+cuda13.0` → (2, 28, 9)."""
+    if not text:
+        return None
+    m = re.match(r"(\d+)\.(\d+)\.(\d+)", text)
+    return tuple(int(g) for g in m.groups()) if m else None
+
+
+def format_bus_id(hex_bus: str) -> str:
+    """NCCL's int64 busId printed with %lx (`e3000`, `1901000`) → PCI `0000:e3:00.0`."""
+    value = int(hex_bus, 16)
+    return f"{value >> 20:04x}:{(value >> 12) & 0xFF:02x}:{(value >> 4) & 0xFF:02x}.{value & 0xF:x}"
+
+
+def is_nccl_line(line: str) -> bool:
+    """True for a line NCCL wrote (an INFO/WARN line or the bare version banner)."""
+    if "NCCL" not in line:
+        return False
+    return bool(_LINE.search(line) or _VERSION.search(line))
+
+
+def nccl_lines(lines: Iterable[str]) -> list[str]:
+    """The NCCL lines of a mixed log (a server's stdout with NCCL_DEBUG=INFO), in order."""
+    return [line for line in lines if is_nccl_line(line)]
+
+
+@dataclass
+class _Conn:
+    src: int
+    dst: int
+    transport: str
+    detail: str
+    host: str | None  # the host of the process that logged it
+
+
+@dataclass
+class NcclParser:
+    """Feed NCCL log lines (any order of processes/hosts); `summary()` gives the `nccl --json` dict."""
+
+    version: str | None = None
+    framework_version: str | None = None
+    hosts: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    lines_seen: int = 0
+    nccl_lines_seen: int = 0
+    _conns: list[_Conn] = field(default_factory=list)
+    _conn_keys: set[tuple] = field(default_factory=set)
+    _transport_counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TRANSPORTS, 0))
+    _rank_host: dict[int, str] = field(default_factory=dict)
+    _devices: dict[int, dict] = field(default_factory=dict)
+    _rank_bracket: dict[int, str] = field(default_factory=dict)  # raw R[x] value per rank
+    _hex_seen: bool = False
+    _nranks: dict[str, int] = field(default_factory=dict)  # communicator key → nranks
+    _started: dict[tuple, int] = field(default_factory=dict)  # (host, pid, comm) → rank
+    _completed: dict[tuple, int] = field(default_factory=dict)
+    _completed_ranks: dict[str, set[int]] = field(default_factory=dict)  # communicator key → ranks
+    _nnodes: set[int] = field(default_factory=set)
+    _p2p_disabled: list[str] = field(default_factory=list)
+    _warn_count: int = 0
+    _severe_warn: bool = False
+    _rings_connected: int = 0
+
+    def feed(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.feed_line(line)
+
+    def feed_line(self, line: str) -> None:
+        self.lines_seen += 1
+        if "NCCL" not in line and "nccl==" not in line:
+            return
+        m = _LINE.search(line)
+        if not m:
+            v = _VERSION.search(line) if self.version is None else None
+            if v:  # bare banner at NCCL_DEBUG=VERSION/WARN
+                self.version = v.group("v")
+                self.nccl_lines_seen += 1
+            fv = _FRAMEWORK_VERSION.search(line)
+            if fv and self.framework_version is None:
+                self.framework_version = fv.group("v")
+            return
+        self.nccl_lines_seen += 1
+        host, msg = m.group("host"), m.group("msg").rstrip()
+        if host not in self.hosts:
+            self.hosts.append(host)
+        if m.group("lvl") == "WARN":
+            self._on_warn(m, msg)
+            return
+        self._on_info(host, m.group("pid"), msg)
+
+    def _on_warn(self, m: re.Match[str], msg: str) -> None:
+        self._warn_count += 1
+        self._severe_warn = self._severe_warn or bool(_SEVERE_WARN.search(msg))
+        where = f"{m.group('file')}:{m.group('fline')} " if m.group("file") else ""
+        text = f"{m.group('host')}:{m.group('pid')} [{m.group('dev') or '?'}] {where}{msg}"
+        if len(self.warnings) < MAX_WARNINGS and text not in self.warnings:
+            self.warnings.append(text)
+
+    def _on_info(self, host: str, pid: str, msg: str) -> None:
+        if msg.startswith(("Channel ", "Ring ")) and " via " in msg:
+            c = _CONN.match(msg)
+            if c:
+                self._on_conn(host, pid, c)
+                return
+        if self.version is None:
+            v = _VERSION.search(msg)
+            if v:
+                self.version = v.group("v")
+                return
+        if "Init " in msg:
+            i = _INIT.search(msg)
+            if i:
+                self._on_init(host, pid, i)
+                return
+        t = _TOPO.search(msg) if "nNodes" in msg else None
+        if t:
+            self._nnodes.add(int(t.group("nnodes")))
+            self._nranks.setdefault(f"size{t.group('nranks')}", int(t.group("nranks")))
+            self._rank_host.setdefault(int(t.group("rank")), host)
+            return
+        e = _ENV.match(msg)
+        if e:
+            self.env[e.group("name")] = e.group("value")
+            return
+        if _CONNECTED_RINGS.match(msg):
+            self._rings_connected += 1
+            return
+        for pattern in _P2P_DISABLED:
+            d = pattern.search(msg)
+            if d:
+                pair = f"{d.group('a')}-{d.group('b')}" if d.groupdict() else "legacy IPC"
+                if pair not in self._p2p_disabled and len(self._p2p_disabled) < 256:
+                    self._p2p_disabled.append(pair)
+                return
+
+    def _on_conn(self, host: str, pid: str, c: re.Match[str]) -> None:
+        src, dst = int(c.group("src")), int(c.group("dst"))
+        via, direction = c.group("via"), c.group("dir")
+        transport = via.split("/", 1)[0].split(" ", 1)[0].upper()
+        # The process that logs a connection owns its sender, except for NET `[receive]` lines.
+        self._rank_host.setdefault(dst if direction == "receive" else src, host)
+        for rank, raw in ((src, c.group("sdev")), (dst, c.group("ddev"))):
+            self._rank_bracket.setdefault(rank, raw)
+            if len(raw) > 2 or any(ch in "abcdefABCDEF" for ch in raw):
+                self._hex_seen = True
+        key = (host, pid, c.group("ch"), c.group("conn"), src, dst, via, direction)
+        if key in self._conn_keys:
+            return
+        self._transport_counts[transport] = self._transport_counts.get(transport, 0) + 1
+        if len(self._conns) >= MAX_PAIRS:
+            return
+        self._conn_keys.add(key)
+        detail = f"ch{c.group('ch')} {via}" + (f" [{direction}]" if direction else "")
+        self._conns.append(_Conn(src, dst, transport, detail, host))
+
+    def _on_init(self, host: str, pid: str, i: re.Match[str]) -> None:
+        rank, nranks = int(i.group("rank")), int(i.group("nranks"))
+        comm_key = i.group("commid") or f"size{nranks}"
+        self._nranks[comm_key] = nranks
+        self._rank_host.setdefault(rank, host)
+        dev = self._devices.setdefault(rank, {"rank": rank, "cuda_dev": None, "bus_id": None})
+        if dev["cuda_dev"] is None:
+            dev["cuda_dev"] = int(i.group("cuda"))
+        if dev["bus_id"] is None:
+            dev["bus_id"] = format_bus_id(i.group("bus"))
+        proc = (host, pid, i.group("comm"))
+        if i.group("phase") == "START":
+            self._started[proc] = rank
+        else:
+            self._completed[proc] = rank
+            self._completed_ranks.setdefault(comm_key, set()).add(rank)
+
+    # ---- results -------------------------------------------------------------------------------
+
+    @property
+    def effective_version(self) -> str | None:
+        return self.version or self.framework_version
+
+    def ranks(self) -> int | None:
+        return max(self._nranks.values()) if self._nranks else None
+
+    def init_complete(self) -> int:
+        """Distinct ranks of the largest communicator that logged Init COMPLETE."""
+        size = self.ranks()
+        done: set[int] = set()
+        for key, ranks in self._completed_ranks.items():
+            if self._nranks.get(key) == size:
+                done |= ranks
+        return len(done)
+
+    def _busid_layout(self) -> bool:
+        v = parse_version(self.effective_version)
+        if v is not None:
+            return v < NVMLDEV_LAYOUT_SINCE
+        return self._hex_seen
+
+    def devices(self) -> list[dict]:
+        devices = {r: dict(d) for r, d in self._devices.items()}
+        if self._busid_layout():  # old layout: the channel lines name each rank's PCI bus
+            for rank, raw in self._rank_bracket.items():
+                dev = devices.setdefault(rank, {"rank": rank, "cuda_dev": None, "bus_id": None})
+                if dev["bus_id"] is None:
+                    dev["bus_id"] = format_bus_id(raw)
+        return [devices[r] for r in sorted(devices)]
+
+    def pairs(self) -> list[dict]:
+        return [{"src": c.src, "dst": c.dst, "transport": c.transport, "detail": c.detail} for c in self._conns]
+
+    def summary(
+        self,
+        seconds_since_last_line: float | None = None,
+        gpu_busy: bool | None = None,
+        hang_after_s: float = 60.0,
+    ) -> dict:
+        """The `nccl --json` document. Pass live figures (seconds since the log last grew, whether the
+        GPUs are busy per NVML) to let POSSIBLE_HANG fire."""
+        return {
+            "version": self.effective_version,
+            "ranks": self.ranks(),
+            "init_complete": self.init_complete(),
+            "hosts": list(self.hosts),
+            "devices": self.devices(),
+            "transports": dict(self._transport_counts),
+            "pairs": self.pairs(),
+            "env": dict(self.env),
+            "warnings": list(self.warnings),
+            "findings": self.findings(seconds_since_last_line, gpu_busy, hang_after_s),
+        }
+
+    def findings(
+        self,
+        seconds_since_last_line: float | None = None,
+        gpu_busy: bool | None = None,
+        hang_after_s: float = 60.0,
+    ) -> list[dict]:
+        out: list[dict] = []
+        version = parse_version(self.effective_version)
+        p2p_off = self.env.get("NCCL_P2P_DISABLE", "").strip() == "1"
+        self._shm_finding(out, version, p2p_off)
+        if self._p2p_disabled or p2p_off:
+            what = []
+            if p2p_off:
+                what.append("NCCL_P2P_DISABLE=1 is set in the environment")
+            if self._p2p_disabled:
+                shown = ", ".join(self._p2p_disabled[:12]) + (" …" if len(self._p2p_disabled) > 12 else "")
+                what.append(f"NCCL reports P2P disabled/unsupported between GPUs {shown}")
+            out.append(_finding("warning", "P2P_DISABLED", "; ".join(what) + " — traffic between those "
+                                "GPUs goes through host memory (SHM) or the network instead of PCIe P2P."))
+        self._net_finding(out)
+        self._init_finding(out)
+        if self._warn_count:
+            first = self.warnings[0] if self.warnings else ""
+            out.append(_finding("error" if self._severe_warn else "warning", "NCCL_WARN",
+                                f"{self._warn_count} NCCL WARN line(s); first: {first}"))
+        self._hang_finding(out, seconds_since_last_line, gpu_busy, hang_after_s)
+        return out
+
+    def _intra_host(self, c: _Conn) -> bool | None:
+        a, b = self._rank_host.get(c.src), self._rank_host.get(c.dst)
+        if a is not None and b is not None:
+            return a == b
+        if self._nnodes == {1}:
+            return True  # one node by NCCL's own count (a one-host log may still be one node of many)
+        return None
+
+    def _shm_finding(self, out: list[dict], version: tuple[int, ...] | None, p2p_off: bool) -> None:
+        shm = {(c.src, c.dst) for c in self._conns if c.transport == "SHM" and self._intra_host(c) is not False}
+        if not shm:
+            return
+        p2p = {(c.src, c.dst) for c in self._conns if c.transport == "P2P"}
+        shown = ", ".join(f"{a}→{b}" for a, b in sorted(shm)[:12]) + (" …" if len(shm) > 12 else "")
+        msg = (f"{len(shm)} GPU pair(s) connect through SHM (host memory) instead of PCIe P2P: {shown}"
+               f" ({len(p2p)} pair(s) use P2P).")
+        if p2p_off:
+            severity, why = "info", " Expected: NCCL_P2P_DISABLE=1 is set."
+        elif version is not None and version >= SHM_DEFAULT_SINCE:
+            severity = "info"
+            why = (f" Normal on NCCL {'.'.join(map(str, version))} (≥ 2.23): P2P is used only up to PXB (GPUs "
+                   "behind one PCIe switch), so pairs across a CPU host bridge use SHM by default. "
+                   "NCCL_P2P_LEVEL=PHB or SYS opts in to P2P there (check ACS/IOMMU first).")
+        elif version is None:
+            severity = "warning"
+            why = (" The NCCL version is not in the log: on NCCL ≥ 2.23 this is the default across a CPU "
+                   "host bridge; on older releases it suggests P2P is unavailable (ACS/IOMMU).")
+        else:
+            severity = "warning"
+            why = (" On this NCCL version P2P is normally used across the host bridge, so SHM suggests P2P "
+                   "is unavailable (ACS/IOMMU, NCCL_P2P_LEVEL) — check `nvidia-smi topo -p2p r`.")
+        out.append(_finding(severity, "SHM_FALLBACK", msg + why))
+
+    def _net_finding(self, out: list[dict]) -> None:
+        intra = sorted({(c.src, c.dst) for c in self._conns if c.transport == "NET" and self._intra_host(c)})
+        if not intra:
+            return
+        shown = ", ".join(f"{a}→{b}" for a, b in intra[:12]) + (" …" if len(intra) > 12 else "")
+        out.append(_finding("warning", "NET_INTRA_NODE",
+                            f"{len(intra)} pair(s) on one host use the NET transport (sockets/IB loopback): "
+                            f"{shown}. NCCL does that only when neither P2P nor SHM can connect them — "
+                            "NCCL_SHM_DISABLE=1, or the ranks see different /dev/shm (containers)."))
+
+    def _init_finding(self, out: list[dict]) -> None:
+        size, done = self.ranks(), self.init_complete()
+        stuck = sorted({rank for proc, rank in self._started.items() if proc not in self._completed})
+        if size is None or (done >= size and not stuck):
+            return
+        msg = f"{done} of {size} ranks logged Init COMPLETE"
+        if stuck:
+            msg += f"; rank(s) {', '.join(map(str, stuck))} logged Init START without Init COMPLETE"
+        msg += (" — still initialising, hung in init (bootstrap/P2P setup), or this log holds only part "
+                "of the ranks (pass every rank's log).")
+        out.append(_finding("warning", "INIT_INCOMPLETE", msg))
+
+    def _hang_finding(self, out: list[dict], silent_s: float | None, gpu_busy: bool | None,
+                      hang_after_s: float) -> None:
+        size = self.ranks()
+        if size is None or self.init_complete() < size or silent_s is None or silent_s < hang_after_s:
+            return
+        if gpu_busy is False:
+            return  # initialised and idle: a server waiting for requests
+        base = (f"All {size} ranks initialised, then no new log line for {silent_s:.0f} s")
+        advice = (" — the signature of a collective stuck on broken PCIe P2P (ACS/IOMMU). Confirm by "
+                  "restarting with NCCL_P2P_DISABLE=1 (and --disable-custom-all-reduce).")
+        if gpu_busy:
+            out.append(_finding("error", "POSSIBLE_HANG", base + " while the GPUs stay busy" + advice))
+        else:
+            out.append(_finding("info", "POSSIBLE_HANG", base + "; GPU activity unknown — if the GPUs sit "
+                                "at 100% utilisation with no progress" + advice))
+
+
+def _finding(severity: str, code: str, message: str) -> dict:
+    return {"severity": severity, "code": code, "message": message}
+
+
+def summarize(lines: Iterable[str], **live: object) -> dict:
+    """One-shot: parse `lines` and return the summary (live kwargs as in `NcclParser.summary`)."""
+    parser = NcclParser()
+    parser.feed(lines)
+    return parser.summary(**live)  # type: ignore[arg-type]
+
+
+TRANSPORT_CODES = {"P2P": "P", "SHM": "S", "NET": "N", "COLLNET": "C"}
+
+
+def transport_matrix(summary: dict) -> tuple[list[int], list[list[str | None]]]:
+    """Rank×rank grid for the console: cell [src][dst] is the transport name ('P2P', 'SHM+P2P' when
+    channels differ) or None when the pair has no connection. Ranks from 0 to the highest seen."""
+    n = summary.get("ranks") or 0
+    seen: dict[tuple[int, int], set[str]] = {}
+    for p in summary.get("pairs", []):
+        seen.setdefault((p["src"], p["dst"]), set()).add(p["transport"])
+        n = max(n, p["src"] + 1, p["dst"] + 1)
+    ranks = list(range(n))
+    grid: list[list[str | None]] = [[None] * n for _ in ranks]
+    for (src, dst), kinds in seen.items():
+        grid[src][dst] = "+".join(sorted(kinds))
+    return ranks, grid
+
+
+def format_matrix(summary: dict, max_ranks: int = 32) -> list[str]:
+    """Text rendering of `transport_matrix`: P=P2P S=SHM N=NET C=COLLNET, '.' none, '-' self."""
+    ranks, grid = transport_matrix(summary)
+    if not ranks:
+        return []
+    ranks = ranks[:max_ranks]
+    width = max(2, len(str(ranks[-1])) + 1)
+    rows = ["src\\dst" + "".join(f"{r:>{width}}" for r in ranks)]
+    for src in ranks:
+        cells = []
+        for dst in ranks:
+            kinds = grid[src][dst]
+            if src == dst:
+                cells.append("-")
+            elif kinds is None:
+                cells.append(".")
+            else:
+                cells.append("".join(TRANSPORT_CODES.get(k, k[:1]) for k in kinds.split("+")))
+        rows.append(f"{src:>7}" + "".join(f"{c:>{width}}" for c in cells))
+    return rows

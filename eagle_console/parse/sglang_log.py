@@ -1,0 +1,285 @@
+"""SGLang server log → the `server-log --json` summary: startup stages, ready, decode stats, errors.
+
+Incremental (`SglangLogParser.feed(lines)`), so the console's Server pane can feed it the lines its log
+follower delivers. Handles old and new releases: `Decode batch.` / `Decode batch,`, with or without
+`accept len`, with or without a ` TP0` / ` DP0 TP0` prefix, and launcher prefixes (docker `svc  | `,
+Ray `(Worker pid=N) `) in front of the `[timestamp ...]` part.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+# `[2025-10-22 10:27:56 TP0] msg` / `[2025-06-08 21:06:35] msg` / `[... DP0 TP0] msg`
+_PREFIX = re.compile(r"\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?P<ranks>(?: [A-Z_]+\d+)*)\] (?P<msg>.*)$")
+_RANK_TP = re.compile(r"\bTP(\d+)\b")
+# What launchers put before a line: Ray `(WorkerDict pid=N) `, docker compose `sglang-1  | `.
+_LAUNCHER = re.compile(r"^(?:\([\w.-]+ pid=\d+(?:, ip=[\d.]+)?\) |[\w.-]+\s+\| )")
+
+# Startup stages in the order a server passes them; the first match of each is kept.
+STAGES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("load weights begin", re.compile(r"Load weight begin")),
+    ("load weights", re.compile(r"Load weight end")),
+    ("KV cache", re.compile(r"KV Cache is allocated")),
+    ("memory pool", re.compile(r"Memory pool end")),
+    ("CUDA graph capture begin", re.compile(r"Capture (?:\w+ )*cuda graph begin", re.IGNORECASE)),
+    ("CUDA graph capture", re.compile(r"Capture (?:\w+ )*cuda graph end", re.IGNORECASE)),
+    ("token budget", re.compile(r"max_total_num_tokens=")),
+    ("HTTP server", re.compile(r"Uvicorn running on|Application startup complete")),
+    ("ready", re.compile(r"The server is fired up and ready to roll")),
+)
+_READY = STAGES[-1][1]
+_DECODE = re.compile(r"Decode batch[.,]")
+_PREFILL = re.compile(r"Prefill batch[.,]")
+_FIELDS = {
+    "running_req": re.compile(r"#running-req: (\d+)"),
+    "queue_req": re.compile(r"#queue-req: (\d+)"),
+    "token_usage": re.compile(r"(?:^|, )token usage: ([0-9.]+)|full token usage: ([0-9.]+)"),
+    "accept_len": re.compile(r"accept len: ([0-9.]+)"),
+    "accept_rate": re.compile(r"accept rate: ([0-9.]+)"),
+    "gen_throughput": re.compile(r"gen throughput \(token/s\): ([0-9.]+)"),
+    "new_seq": re.compile(r"#new-seq: (\d+)"),
+    "new_token": re.compile(r"#new-token: (\d+)"),
+    "cached_token": re.compile(r"#cached-token: (\d+)"),
+    "input_throughput": re.compile(r"input throughput \(token/s\): ([0-9.]+)"),
+}
+
+# (code, severity, pattern, advice). Checked in order on every line; the first match names the error.
+ERRORS: tuple[tuple[str, str, re.Pattern[str], str], ...] = (
+    ("CUDA_OOM", "error", re.compile(r"CUDA out of memory|CUDA error: out of memory|OutOfMemoryError"),
+     "lower --mem-fraction-static, --cuda-graph-max-bs or --max-running-requests"),
+    ("NOT_ENOUGH_MEMORY", "error", re.compile(r"Not enough memory(?: to allocate KV cache)?\."),
+     "weights leave no room for the KV cache: raise --mem-fraction-static or use more GPUs"),
+    ("CUDA_GRAPH_CAPTURE_FAILED", "error", re.compile(r"Capture cuda graph failed"),
+     "lower --mem-fraction-static / --cuda-graph-max-bs, or --disable-cuda-graph"),
+    ("SCHEDULER_EXCEPTION", "error",
+     re.compile(r"(?:Scheduler|TpModelWorkerClient|DataParallelController) hit an exception"), ""),
+    ("SCHEDULER_DIED", "error", re.compile(r"scheduler died during initialization"),
+     "exit code -9 usually means the OS OOM killer (host RAM)"),
+    ("CHILD_FAILED", "error", re.compile(r"Received sigquit from a child process"), ""),
+    ("WARMUP_FAILED", "error", re.compile(r"Initialization failed\. warmup error"), ""),
+    ("HEALTH_CHECK_FAILED", "warning", re.compile(r"Health check failed"), ""),
+    ("KV_CACHE_FULL", "warning", re.compile(r"KV cache pool is full\. Retract requests"),
+     "requests are being retracted: lower concurrency or give the KV cache more memory"),
+    ("CUSTOM_ALLREDUCE_FAILED", "info", re.compile(r"Setup Custom allreduce failed"),
+     "normal without P2P between the GPUs; pass --disable-custom-all-reduce to silence it"),
+)
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
+_EXC_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)\b")
+MAX_ERRORS = 50
+MAX_LINE = 500  # an error string is cut here; tracebacks can carry huge reprs
+LOW_ACCEPT_LEN = 1.3  # below this a drafter barely helps (1.0 = nothing accepted)
+
+
+@dataclass
+class DecodeSample:
+    gen_throughput: float
+    accept_len: float | None
+    running_req: int
+    token_usage: float
+    queue_req: int | None = None
+    accept_rate: float | None = None
+    tp_rank: int | None = None
+
+    def as_json(self) -> dict:
+        return {"gen_throughput": self.gen_throughput, "accept_len": self.accept_len,
+                "running_req": self.running_req, "token_usage": self.token_usage}
+
+
+@dataclass
+class PrefillSample:
+    new_seq: int
+    new_token: int
+    cached_token: int | None
+    running_req: int | None
+    queue_req: int | None
+    input_throughput: float | None
+
+
+def split_prefix(line: str) -> tuple[str | None, str | None, str]:
+    """`[ts TP0] msg` → (ts, 'TP0', msg); a line without the logger prefix → (None, None, line)."""
+    m = _PREFIX.search(line)
+    if not m:
+        launcher = _LAUNCHER.match(line)
+        return None, None, line[launcher.end():] if launcher else line
+    return m.group("ts"), (m.group("ranks").strip() or None), m.group("msg")
+
+
+def _num(pattern: re.Pattern[str], text: str) -> str | None:
+    m = pattern.search(text)
+    if not m:
+        return None
+    return next((g for g in m.groups() if g is not None), None)
+
+
+def parse_decode(msg: str) -> DecodeSample | None:
+    """A `Decode batch` message → its figures, or None if it is not one (or lacks throughput)."""
+    if not _DECODE.search(msg):
+        return None
+    tput = _num(_FIELDS["gen_throughput"], msg)
+    running = _num(_FIELDS["running_req"], msg)
+    if tput is None or running is None:
+        return None
+    usage, accept = _num(_FIELDS["token_usage"], msg), _num(_FIELDS["accept_len"], msg)
+    queue, rate = _num(_FIELDS["queue_req"], msg), _num(_FIELDS["accept_rate"], msg)
+    return DecodeSample(
+        gen_throughput=float(tput), accept_len=float(accept) if accept is not None else None,
+        running_req=int(running), token_usage=float(usage) if usage is not None else 0.0,
+        queue_req=int(queue) if queue is not None else None,
+        accept_rate=float(rate) if rate is not None else None,
+    )
+
+
+def parse_prefill(msg: str) -> PrefillSample | None:
+    if not _PREFILL.search(msg):
+        return None
+    new_seq, new_token = _num(_FIELDS["new_seq"], msg), _num(_FIELDS["new_token"], msg)
+    if new_seq is None or new_token is None:
+        return None
+
+    def opt(name: str, kind: type) -> object:
+        v = _num(_FIELDS[name], msg)
+        return kind(v) if v is not None else None
+
+    return PrefillSample(int(new_seq), int(new_token), opt("cached_token", int), opt("running_req", int),  # type: ignore[arg-type]
+                         opt("queue_req", int), opt("input_throughput", float))  # type: ignore[arg-type]
+
+
+@dataclass
+class SglangLogParser:
+    """Feed server log lines; `summary()` gives the `server-log --json` dict."""
+
+    history_len: int = 120
+    ready: bool = False
+    stages: list[dict] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    decode: DecodeSample | None = None
+    decode_samples: int = 0
+    prefill: PrefillSample | None = None
+    prefill_samples: int = 0
+    lines_seen: int = 0
+    history: deque = field(init=False)  # (gen_throughput, accept_len) for a sparkline
+    _stage_seen: set[str] = field(default_factory=set)
+    _codes: dict[str, list] = field(default_factory=dict)  # code → [severity, count, first line, advice]
+    _tb: list[str] | None = None  # head of a traceback being read
+    _tb_code: str | None = None
+    _errors_dropped: int = 0
+
+    def __post_init__(self) -> None:
+        self.history = deque(maxlen=self.history_len)
+
+    def feed(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.feed_line(line)
+
+    def feed_line(self, line: str) -> None:
+        self.lines_seen += 1
+        line = line.rstrip("\r\n")
+        ts, ranks, msg = split_prefix(line)
+        if self._tb is not None and self._traceback_line(msg, ts):
+            return
+        if "batch" in msg:
+            sample = parse_decode(msg)
+            if sample is not None:
+                tp = _RANK_TP.search(ranks or "")
+                sample.tp_rank = int(tp.group(1)) if tp else None
+                self.decode, self.decode_samples = sample, self.decode_samples + 1
+                self.history.append((sample.gen_throughput, sample.accept_len))
+                return
+            pre = parse_prefill(msg)
+            if pre is not None:
+                self.prefill, self.prefill_samples = pre, self.prefill_samples + 1
+                return
+        for name, pattern in STAGES:
+            if name not in self._stage_seen and pattern.search(msg):
+                self._stage_seen.add(name)
+                self.stages.append({"name": name, "line": line.strip()[:MAX_LINE]})
+                if pattern is _READY:
+                    self.ready = True
+                return
+        if _TRACEBACK.search(msg):
+            self._tb, self._tb_code = [msg.strip()], self._classify(msg)
+            return
+        code = self._classify(msg)
+        if code:
+            self._record(code, line.strip())
+
+    def _traceback_line(self, msg: str, ts: str | None) -> bool:
+        """Inside a traceback: True while the line belongs to it; the exception line closes it."""
+        body = msg.rstrip()
+        if ts is None and (body.startswith((" ", "\t")) or not body or set(body.strip()) <= set("^~ ")):
+            self._tb_code = self._tb_code or self._classify(body)
+            return True
+        tb, self._tb = self._tb or [], None
+        if ts is None and _EXC_LINE.match(body.strip()):
+            code = self._tb_code or self._classify(body) or "PYTHON_EXCEPTION"
+            self._record(code, f"{tb[0]} … {body.strip()}")
+            return True
+        # The traceback ended without an exception line (cut off): keep what we have.
+        self._record(self._tb_code or "PYTHON_EXCEPTION", f"{tb[0]} … (traceback cut off)")
+        return False
+
+    @staticmethod
+    def _classify(text: str) -> str | None:
+        for code, _sev, pattern, _advice in ERRORS:
+            if pattern.search(text):
+                return code
+        return None
+
+    def _record(self, code: str, text: str) -> None:
+        severity, advice = next(((s, a) for c, s, _p, a in ERRORS if c == code), ("error", ""))
+        entry = self._codes.get(code)
+        if entry is None:
+            self._codes[code] = [severity, 1, text[:MAX_LINE], advice]
+        else:
+            entry[1] += 1
+        if severity == "info":
+            return  # informational lines are findings, not errors
+        if len(self.errors) < MAX_ERRORS:
+            self.errors.append(text[:MAX_LINE])
+        else:
+            self._errors_dropped += 1
+
+    # ---- results -------------------------------------------------------------------------------
+
+    def pending_traceback(self) -> str | None:
+        return f"{self._tb[0]} … (traceback still being written)" if self._tb else None
+
+    def findings(self) -> list[dict]:
+        out = []
+        codes = dict(self._codes)
+        if self._tb:
+            code = self._tb_code or "PYTHON_EXCEPTION"
+            codes.setdefault(code, ["error", 0, self.pending_traceback(), ""])
+        for code, (severity, count, first, advice) in codes.items():
+            msg = (f"{count}× " if count > 1 else "") + first + (f" — {advice}" if advice else "")
+            out.append({"severity": severity, "code": code, "message": msg})
+        recent = [a for _t, a in list(self.history)[-10:] if a is not None]
+        if len(recent) >= 5 and sum(recent) / len(recent) < LOW_ACCEPT_LEN:
+            mean = sum(recent) / len(recent)
+            out.append({"severity": "warning", "code": "LOW_ACCEPT_LEN",
+                        "message": f"mean accept length {mean:.2f} over the last {len(recent)} decode logs: "
+                        "the drafter is barely accepted (wrong drafter, vocab mapping or aux layers?)"})
+        return out
+
+    def summary(self) -> dict:
+        errors = list(self.errors)
+        if self._tb and len(errors) < MAX_ERRORS:
+            errors.append(self.pending_traceback() or "")
+        return {
+            "ready": self.ready,
+            "stages": [dict(s) for s in self.stages],
+            "decode": self.decode.as_json() if self.decode else None,
+            "decode_samples": self.decode_samples,
+            "errors": errors,
+            "findings": self.findings(),
+        }
+
+
+def summarize(lines: Iterable[str]) -> dict:
+    parser = SglangLogParser()
+    parser.feed(lines)
+    return parser.summary()
