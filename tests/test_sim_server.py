@@ -286,3 +286,12 @@ def test_nccl_lines_match_nccl_prefix_format():
     lines = nccl_lines(5, 8, list(range(8)), {}, "0x1", "0x2")
     assert all(rx.match(ln) and rx.match(ln)["dev"] == "5" for ln in lines)
     assert any(ln.endswith("busId 9c000 commId 0x2 - Init COMPLETE") for ln in lines)
+
+
+def test_bad_flag_value_is_one_line_and_exit_2():
+    out = subprocess.run([sys.executable, "-m", "eagle_console.sim.sglang_server", "--tp-size", "x"],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.strip().splitlines() == [
+        "sglang_server (simulated): bad arguments: argument --tp-size/--tensor-parallel-size/--tp: "
+        "invalid int value: 'x'"]

@@ -68,7 +68,7 @@ class ServerConfig:
 
 def parse_server_args(argv: list[str]) -> ServerConfig:
     """Flags as SGLang spells them (with its aliases); anything else is kept in `ignored`."""
-    ap = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    ap = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
     ap.add_argument("--model-path", "--model")
     ap.add_argument("--tokenizer-path")
     ap.add_argument("--served-model-name")
@@ -88,7 +88,10 @@ def parse_server_args(argv: list[str]) -> ServerConfig:
     ap.add_argument("--disable-custom-all-reduce", action="store_true")
     ap.add_argument("--trust-remote-code", action="store_true")
     ap.add_argument("--skip-server-warmup", action="store_true")
-    ns, rest = ap.parse_known_args(argv)
+    try:
+        ns, rest = ap.parse_known_args(argv)
+    except argparse.ArgumentError as exc:
+        raise ValueError(str(exc)) from None
     if ns.tp_size < 1:
         raise ValueError(f"--tp-size must be >= 1, got {ns.tp_size}")
     if ns.num_continuous_decode_steps < 1:

@@ -1,4 +1,4 @@
-"""A simulated `python -m sglang.launch_server`: same flags, same process model, same logs and HTTP API.
+r"""A simulated `python -m sglang.launch_server`: same flags, same process model, same logs and HTTP API.
 
     python -m eagle_console.sim.sglang_server --model-path M --tp-size 8 --port 30000 \
         --speculative-algorithm EAGLE3 --speculative-draft-model-path D ...
@@ -175,6 +175,9 @@ def launch(cfg: ServerConfig, argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if "-h" in argv or "--help" in argv:
+        print(__doc__)
+        return 0
     role = argparse.ArgumentParser(add_help=False)
     role.add_argument("--role", choices=("launcher", "scheduler", "detokenizer"), default="launcher")
     role.add_argument("--tp-rank", type=int, default=0)
@@ -184,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     ns, server_argv = role.parse_known_args(argv)
     try:
         cfg = parse_server_args(server_argv)
-    except (ValueError, SystemExit) as exc:
+    except ValueError as exc:
         print(f"sglang_server (simulated): bad arguments: {exc}", file=sys.stderr)
         return 2
     if ns.role == "scheduler":
