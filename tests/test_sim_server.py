@@ -159,6 +159,13 @@ def test_log_has_sglang_and_nccl_lines_for_every_rank(tp8):
     assert "ignoring flags: -m sglang.launch_server" in text
 
 
+def test_log_has_no_python_tracebacks_after_client_traffic(tp8):
+    from eagle_console.sglang.bench import run_bench
+
+    run_bench(tp8.url, requests=2, max_new_tokens=8)
+    assert "Traceback" not in tp8.text()
+
+
 def test_generate_plain_and_streamed(tp8):
     with SglangClient(tp8.url) as c:
         plain = c.generate("The capital city of France is", max_new_tokens=24)

@@ -320,6 +320,14 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # a client dropping its idle keep-alive connection is normal, and uvicorn logs nothing for it
+        import sys
+
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
+
 
 def serve(engine: SimEngine, server_args: dict, version: str) -> ThreadingHTTPServer:
     """Bind host:port now (so /health answers 503 while starting) and serve on a daemon thread."""
