@@ -1,0 +1,133 @@
+"""`nccl LOG...` and `server-log LOG`: summaries of NCCL debug output and of an SGLang server log."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from eagle_console.cli.common import CliError, add_json, print_json
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    nccl = sub.add_parser("nccl", help="NCCL summary of logs (NCCL_DEBUG=INFO): ranks, transports, findings")
+    nccl.add_argument("logs", nargs="+", metavar="LOG", help="server logs and/or NCCL_DEBUG_FILE files, "
+                      "all ranks' files together")
+    nccl.add_argument("--matrix", action="store_true", help="text form: also print the rank×rank matrix")
+    add_json(nccl)
+    nccl.set_defaults(func=cmd_nccl)
+
+    slog = sub.add_parser("server-log", help="SGLang server log summary: stages, ready, decode stats, errors")
+    slog.add_argument("log", metavar="LOG")
+    slog.add_argument("--follow", action="store_true",
+                      help="text form: keep reading, print each stage, error and decode line as it comes")
+    add_json(slog)
+    slog.set_defaults(func=cmd_server_log)
+
+
+def _check_file(path: str) -> Path:
+    p = Path(path)
+    if not p.exists():
+        raise CliError(f"{path}: no such file")
+    if not p.is_file():
+        raise CliError(f"{path}: not a regular file")
+    return p
+
+
+def cmd_nccl(args: argparse.Namespace) -> int:
+    from eagle_console.node.tail import read_lines
+    from eagle_console.parse.nccl import NcclParser, format_matrix
+
+    paths = [_check_file(p) for p in args.logs]
+    parser = NcclParser()
+    for path in paths:
+        parser.feed(read_lines(path))
+    summary = parser.summary()
+    if args.json:
+        print_json(summary)
+    else:
+        _print_nccl(summary, parser.nccl_lines_seen)
+        if args.matrix:
+            print("\n".join(format_matrix(summary)))
+    return 1 if any(f["severity"] == "error" for f in summary["findings"]) else 0
+
+
+def _print_nccl(s: dict, nccl_lines: int) -> None:
+    ranks = s["ranks"] if s["ranks"] is not None else "?"
+    print(f"NCCL {s['version'] or 'version unknown'} · {s['init_complete']}/{ranks} ranks initialised · "
+          f"hosts: {', '.join(s['hosts']) or '—'} · {nccl_lines} NCCL lines")
+    t = s["transports"]
+    print("connections: " + ", ".join(f"{k} {v}" for k, v in t.items()))
+    for d in s["devices"]:
+        print(f"  rank {d['rank']:>3}  cudaDev {d['cuda_dev'] if d['cuda_dev'] is not None else '?':>2}  "
+              f"bus {d['bus_id'] or '?'}")
+    if s["env"]:
+        print("env: " + " ".join(f"{k}={v}" for k, v in s["env"].items()))
+    for f in s["findings"]:
+        print(f"{f['severity']:7} {f['code']:16} {f['message']}")
+    if not s["findings"]:
+        print("no findings")
+
+
+def cmd_server_log(args: argparse.Namespace) -> int:
+    from eagle_console.node.tail import read_lines
+    from eagle_console.parse.sglang_log import SglangLogParser
+
+    path = _check_file(args.log)
+    parser = SglangLogParser()
+    if args.follow and not args.json:
+        return _follow_server_log(path, parser)
+    parser.feed(read_lines(path))
+    summary = parser.summary()
+    if args.json:
+        print_json(summary)
+    else:
+        _print_server_log(summary, parser)
+    return 1 if any(f["severity"] == "error" for f in summary["findings"]) else 0
+
+
+def _print_server_log(s: dict, parser: object) -> None:
+    print(f"ready: {'yes' if s['ready'] else 'no'} · {len(s['stages'])} stages · "
+          f"{s['decode_samples']} decode logs · {len(s['errors'])} errors")
+    for st in s["stages"]:
+        print(f"  {st['name']:<26} {st['line']}")
+    d = s["decode"]
+    if d:
+        accept = f"{d['accept_len']:.2f}" if d["accept_len"] is not None else "n/a"
+        print(f"decode (latest): {d['gen_throughput']:.2f} tok/s · accept len {accept} · "
+              f"running {d['running_req']} · token usage {d['token_usage']:.2f}")
+        history = [t for t, _a in getattr(parser, "history", [])]
+        if len(history) > 1:
+            print(f"throughput over {len(history)} logs: {sparkline(history)}")
+    for f in s["findings"]:
+        print(f"{f['severity']:7} {f['code']:26} {f['message']}")
+
+
+_BARS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: list[float]) -> str:
+    lo, hi = min(values), max(values)
+    span = (hi - lo) or 1.0
+    return "".join(_BARS[min(len(_BARS) - 1, int((v - lo) / span * (len(_BARS) - 1) + 0.5))] for v in values)
+
+
+def _follow_server_log(path: Path, parser: object) -> int:
+    from eagle_console.node.tail import follow
+
+    seen_stages = errors = 0
+    for line in follow(path):
+        before = parser.decode_samples  # type: ignore[attr-defined]
+        parser.feed_line(line)  # type: ignore[attr-defined]
+        stages, errs = parser.stages, parser.errors  # type: ignore[attr-defined]
+        for st in stages[seen_stages:]:
+            print(f"[stage] {st['name']}: {st['line']}")
+        for err in errs[errors:]:
+            print(f"[error] {err}")
+        seen_stages, errors = len(stages), len(errs)
+        if parser.decode_samples != before:  # type: ignore[attr-defined]
+            d = parser.decode  # type: ignore[attr-defined]
+            accept = f"{d.accept_len:.2f}" if d.accept_len is not None else "n/a"
+            print(f"[decode] {d.gen_throughput:.2f} tok/s · accept len {accept} · running {d.running_req}")
+        sys.stdout.flush()
+    return 0

@@ -1,0 +1,253 @@
+"""Follow a growing log file the way `tail -F` does, in poll style with bounded memory.
+
+`LogFollower.read_new()` returns the complete lines written since the last call (at most `max_bytes`
+of input per call, so a console worker polling every 100-250 ms never stalls on a huge backlog). It
+keeps following across rotation (rename + new file: the old file is drained first, so no line is lost),
+truncation (copytruncate) and deletion/recreation. Bytes are decoded as UTF-8 with replacement, control
+characters are neutralised, a `\\r`-rewritten progress bar keeps only its last state, and a line longer
+than `max_line` bytes is cut there and marked. No threads: the caller decides where it runs.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+MAX_LINE = 64 * 1024
+MAX_BYTES_PER_READ = 4 * 1024 * 1024
+CUT_MARK = " …[line cut at {limit} bytes]"
+_FINGERPRINT = 64  # bytes at the head of the file that tell a rewritten file from the one we read
+# C0 controls (but tab) and DEL would move the cursor or ring the bell in a terminal widget.
+_CONTROL = {c: "\ufffd" for c in (*range(0, 9), *range(11, 32), 127)}
+
+
+def clean_line(raw: bytes) -> str:
+    """Bytes of one line (no newline) → display text."""
+    if b"\r" in raw:  # a progress bar redrawn with CR: keep what a terminal would show last
+        parts = [p for p in raw.split(b"\r") if p]
+        raw = parts[-1] if parts else b""
+    return raw.decode("utf-8", errors="replace").translate(_CONTROL)
+
+
+def last_lines_offset(fd: int, size: int, n: int, block: int = 64 * 1024) -> int:
+    """Offset where the last `n` lines of the file start (a final line without newline counts)."""
+    if n <= 0:
+        return size
+    pos, newlines = size, 0
+    if size > 0 and os.pread(fd, 1, size - 1) == b"\n":
+        pos -= 1  # the trailing newline ends the last line, it does not start one
+    while pos > 0:
+        start = max(0, pos - block)
+        chunk = os.pread(fd, pos - start, start)
+        idx = len(chunk)
+        while True:
+            idx = chunk.rfind(b"\n", 0, idx)
+            if idx < 0:
+                break
+            newlines += 1
+            if newlines == n:
+                return start + idx + 1
+        pos = start
+    return 0
+
+
+class LogFollower:
+    """Poll-style follower of one path. `start`: "begin" (whole file) or "end" (only new lines, after the
+    last `last_lines` existing ones). A file that appears later, or after rotation, is read from byte 0."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        start: str = "begin",
+        last_lines: int = 0,
+        max_line: int = MAX_LINE,
+        max_bytes: int = MAX_BYTES_PER_READ,
+    ) -> None:
+        if start not in ("begin", "end"):
+            raise ValueError(f"start must be 'begin' or 'end', not {start!r}")
+        self.path = Path(path)
+        self.max_line = max_line
+        self.max_bytes = max_bytes
+        self.rotations = 0  # times the path came to name another file
+        self.truncations = 0
+        self.cut_lines = 0
+        self._start, self._last_lines = start, last_lines
+        self._fd: int | None = None
+        self._ident: tuple[int, int] | None = None
+        self._pos = 0
+        self._partial = bytearray()
+        self._skipping = False  # inside an over-long line already delivered cut
+        self._head = b""
+        self._first_open = True
+        self.more = False  # True when the last call stopped at max_bytes with data left
+
+    # ---- public ----------------------------------------------------------------------------------
+
+    def read_new(self) -> list[str]:
+        """Complete new lines since the last call (possibly none); never blocks on a writer."""
+        out: list[str] = []
+        budget = self.max_bytes
+        if self._fd is None and not self._open():
+            return out
+        self._check_rewritten(out)
+        budget -= self._drain(out, budget)
+        if budget > 0 and not self.more:
+            self._check_rotation(out, budget)
+        return out
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> LogFollower:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def position(self) -> int:
+        return self._pos
+
+    # ---- internals --------------------------------------------------------------------------------
+
+    def _open(self) -> bool:
+        try:
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            return False
+        st = os.fstat(fd)
+        self._fd, self._ident = fd, (st.st_dev, st.st_ino)
+        self._partial.clear()
+        self._skipping = False
+        self._pos = 0
+        if self._first_open and self._start == "end":
+            self._pos = last_lines_offset(fd, st.st_size, self._last_lines)
+        self._first_open = False
+        self._head = os.pread(fd, _FINGERPRINT, 0) if st.st_size else b""
+        return True
+
+    def _drain(self, out: list[str], budget: int) -> int:
+        """Read from the open file up to `budget` bytes; returns the bytes consumed."""
+        assert self._fd is not None
+        used = 0
+        self.more = False
+        while used < budget:
+            chunk = os.pread(self._fd, min(256 * 1024, budget - used), self._pos)
+            if not chunk:
+                break
+            self._pos += len(chunk)
+            used += len(chunk)
+            if len(self._head) < _FINGERPRINT and self._pos <= _FINGERPRINT * 4:
+                self._head = os.pread(self._fd, _FINGERPRINT, 0)
+            self._split(chunk, out)
+        else:
+            self.more = True
+        return used
+
+    def _split(self, chunk: bytes, out: list[str]) -> None:
+        start = 0
+        while True:
+            nl = chunk.find(b"\n", start)
+            if nl < 0:
+                break
+            piece = chunk[start:nl]
+            if self._skipping:
+                self._skipping = False
+            else:
+                self._emit(self._partial + piece if self._partial else piece, out)
+            self._partial.clear()
+            start = nl + 1
+        rest = chunk[start:]
+        if self._skipping or not rest:
+            return
+        self._partial += rest
+        if len(self._partial) > self.max_line:  # deliver the head now, drop the rest of this line
+            self._emit(bytes(self._partial), out)
+            self._partial.clear()
+            self._skipping = True
+
+    def _emit(self, raw: bytes | bytearray, out: list[str]) -> None:
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        if len(raw) > self.max_line:
+            self.cut_lines += 1
+            out.append(clean_line(bytes(raw[: self.max_line])) + CUT_MARK.format(limit=self.max_line))
+        else:
+            out.append(clean_line(bytes(raw)))
+
+    def _flush_partial(self, out: list[str]) -> None:
+        if self._partial and not self._skipping:
+            self._emit(bytes(self._partial), out)
+        self._partial.clear()
+        self._skipping = False
+
+    def _check_rewritten(self, out: list[str]) -> None:
+        """Truncated (size below our offset) or rewritten in place (head bytes changed) → restart at 0."""
+        assert self._fd is not None
+        size = os.fstat(self._fd).st_size
+        rewritten = size < self._pos
+        if not rewritten and self._head:
+            rewritten = os.pread(self._fd, len(self._head), 0) != self._head
+        if rewritten:
+            self.truncations += 1
+            self._partial.clear()
+            self._skipping = False
+            self._pos = 0
+            self._head = os.pread(self._fd, _FINGERPRINT, 0) if size else b""
+
+    def _check_rotation(self, out: list[str], budget: int) -> None:
+        """After draining the open file: has the path moved on to another file?"""
+        try:
+            st = os.stat(self.path)
+        except (FileNotFoundError, NotADirectoryError):
+            return  # deleted or renamed away, nothing new yet: keep the old file until one appears
+        if (st.st_dev, st.st_ino) == self._ident:
+            return
+        self._flush_partial(out)  # the old file's last line had no newline; it will get none now
+        self.close()
+        self.rotations += 1
+        if self._open():
+            self._drain(out, budget)
+
+
+def follow(
+    path: str | os.PathLike[str],
+    *,
+    start: str = "begin",
+    last_lines: int = 0,
+    interval: float = 0.25,
+    stop: Callable[[], bool] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Iterator[str]:
+    """Yield lines of `path` as they are written, forever or until `stop()` returns True (for
+    `--follow` commands). Polls every `interval` seconds when there is nothing new."""
+    with LogFollower(path, start=start, last_lines=last_lines) as follower:
+        while stop is None or not stop():
+            lines = follower.read_new()
+            yield from lines
+            if not lines and not follower.more:
+                sleep(interval)
+
+
+def read_lines(path: str | os.PathLike[str], max_line: int = MAX_LINE) -> Iterator[str]:
+    """Every line of a file as it is now, cleaned and capped like the follower does (for one-shot CLIs).
+    A final line without newline is included."""
+    follower = LogFollower(path, max_line=max_line)
+    try:
+        if not follower._open():
+            raise FileNotFoundError(str(path))
+        while True:
+            lines = follower.read_new()
+            yield from lines
+            if not lines and not follower.more:
+                break
+        tail: list[str] = []
+        follower._flush_partial(tail)
+        yield from tail
+    finally:
+        follower.close()
