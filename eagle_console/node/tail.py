@@ -208,6 +208,12 @@ class LogFollower:
             return  # deleted or renamed away, nothing new yet: keep the old file until one appears
         if (st.st_dev, st.st_ino) == self._ident:
             return
+        # The writer may have appended to the old file between our drain and its rename: drain again,
+        # and stay on the old file while it still has more than this call may read.
+        budget -= self._drain(out, budget)
+        if self.more or budget <= 0:
+            self.more = True
+            return
         self._flush_partial(out)  # the old file's last line had no newline; it will get none now
         self.close()
         self.rotations += 1
