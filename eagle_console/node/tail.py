@@ -11,6 +11,7 @@ than `max_line` bytes is cut there and marked. No threads: the caller decides wh
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ CUT_MARK = " …[line cut at {limit} bytes]"
 _FINGERPRINT = 64  # bytes at the head of the file that tell a rewritten file from the one we read
 # C0 controls (but tab) and DEL would move the cursor or ring the bell in a terminal widget.
 _CONTROL = {c: "\ufffd" for c in (*range(0, 9), *range(11, 32), 127)}
+_HAS_CONTROL = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def clean_line(raw: bytes) -> str:
@@ -28,7 +30,8 @@ def clean_line(raw: bytes) -> str:
     if b"\r" in raw:  # a progress bar redrawn with CR: keep what a terminal would show last
         parts = [p for p in raw.split(b"\r") if p]
         raw = parts[-1] if parts else b""
-    return raw.decode("utf-8", errors="replace").translate(_CONTROL)
+    text = raw.decode("utf-8", errors="replace")
+    return text.translate(_CONTROL) if _HAS_CONTROL.search(raw) else text
 
 
 def last_lines_offset(fd: int, size: int, n: int, block: int = 64 * 1024) -> int:
