@@ -240,3 +240,11 @@ def test_cli_nccl_json_text_and_errors(tmp_path: Path) -> None:
     r = run_cli("nccl", str(tmp_path / "missing.log"))
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "no such file" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_shm_expected_when_p2p_disabled_by_env() -> None:
+    text = ["ubuntu:9621:9621 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to 1",
+            *lines("nccltests166_shm_net.txt")]
+    s = summarize(text)
+    assert codes(s)["SHM_FALLBACK"] == "info" and codes(s)["P2P_DISABLED"] == "warning"
+    assert "NCCL_P2P_DISABLE=1" in next(f["message"] for f in s["findings"] if f["code"] == "SHM_FALLBACK")
