@@ -82,18 +82,23 @@ class PlanError(Exception):
         return [self._fmt(self.path, e) for e in self.errors]
 
 
-def load_plan(path: Path, state_dir: Path | None = None, environ: Mapping[str, str] | None = None) -> Plan:
-    """Read and validate the plan at `path`; `state_dir` overrides the plan's own. Raises PlanError."""
+def load_plan(path: Path, state_dir: Path | None = None, environ: Mapping[str, str] | None = None,
+              check_builtins: bool = False) -> Plan:
+    """Read and validate the plan at `path`; `state_dir` overrides the plan's own. Raises PlanError.
+
+    `check_builtins` also asks each built-in whether its `with` table is right (`Builtin.validate`);
+    that imports the engine's built-ins, so the `validate` command does it and a plain load does not.
+    """
     path = Path(os.path.abspath(path))
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise PlanError(path, [PlanIssue(None, None, f"cannot read the plan: {exc.strerror or exc}")]) from None
-    return parse_plan(data, path, state_dir=state_dir, environ=environ)
+    return parse_plan(data, path, state_dir=state_dir, environ=environ, check_builtins=check_builtins)
 
 
 def parse_plan(data: bytes | str, path: Path, state_dir: Path | None = None,
-               environ: Mapping[str, str] | None = None) -> Plan:
+               environ: Mapping[str, str] | None = None, check_builtins: bool = False) -> Plan:
     """Validate plan source text (bytes must be UTF-8) as if read from `path`."""
     path = Path(os.path.abspath(path))
     text, issue = _decode(data)
@@ -111,6 +116,8 @@ def parse_plan(data: bytes | str, path: Path, state_dir: Path | None = None,
     except RecursionError:
         builder.errors.append(PlanIssue(None, None, "a value is nested too deeply"))
         plan = None
+    if plan is not None and check_builtins:
+        builder.check_builtin_args(doc)
     if builder.errors or plan is None:
         raise PlanError(path, _ordered(builder.errors))
     return plan
@@ -560,6 +567,28 @@ class _Builder:
             total = None
         return ExtractionWatch(log=self.local_path(ext, "log", ep), output=self.local_path(ext, "output", ep),
                                pattern=pattern, total=total)
+
+    # -- built-in arguments ---------------------------------------------------------------------------------------
+    def check_builtin_args(self, doc: dict[str, Any]) -> None:
+        from eagle_console.engine.builtins import get_builtin
+
+        for pi, ph in enumerate(doc.get("phase", [])):
+            for si, st in enumerate(ph.get("step", [])):
+                sp: Path_ = ("phase", pi, "step", si)
+                for path, table in ((sp, st), ((*sp, "check"), st.get("check")),
+                                    ((*sp, "rollback"), st.get("rollback"))):
+                    if not isinstance(table, dict) or "uses" not in table:
+                        continue
+                    action = self.builtin(table, path)
+                    if action is None:
+                        continue
+                    try:
+                        problems = get_builtin(action.uses or "").validate(dict(action.with_))
+                    except Exception:  # a built-in missing from this install is no fault of the plan
+                        continue
+                    for problem in problems:
+                        where = (*path, "with") if "with" in table else (*path, "uses")
+                        self.error(where, f"{action.uses}: {problem}")
 
     # -- needs -----------------------------------------------------------------------------------------------------
     def check_needs(self, raw: list[dict[str, Any]], phases: list[Phase], seen: dict[str, Path_],

@@ -1,0 +1,209 @@
+"""`validate`, `status`, `mark`, `note`, `export`: the plan and its journal from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from eagle_console.cli.common import CliError, add_json, add_state_dir, load_plan, open_journal, print_json
+
+if TYPE_CHECKING:
+    from eagle_console.plan.model import Plan
+
+STATUS_CHOICES = ("pending", "in_progress", "completed", "failed", "skipped", "rolled_back")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "validate", help="check plan files; every error as PLAN:LINE:COL: message",
+        description="Check one or more plan files (e.g. plans/*.toml) and print every error found. "
+        "With --json: one object {ok, plan, errors} for one PLAN, a JSON list of such objects for several. "
+        "Exit status 0 only if every plan is valid, else 2.",
+    )
+    p.add_argument("plans", nargs="+", metavar="PLAN")
+    add_json(p)
+    add_state_dir(p)
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("status", help="phases and steps with their statuses and latest runs")
+    p.add_argument("plan")
+    add_json(p)
+    add_state_dir(p)
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("mark", help="set a step's status by hand (phases are derived from their steps)")
+    p.add_argument("plan")
+    p.add_argument("step")
+    p.add_argument("status", choices=STATUS_CHOICES)
+    p.add_argument("--note", metavar="TEXT", help="a note recorded with the mark (why)")
+    add_state_dir(p)
+    p.set_defaults(func=cmd_mark)
+
+    p = sub.add_parser("note", help="add a note to a step or a phase (a decision, an observation)")
+    p.add_argument("plan")
+    p.add_argument("step", metavar="STEP_OR_PHASE")
+    p.add_argument("text")
+    add_state_dir(p)
+    p.set_defaults(func=cmd_note)
+
+    p = sub.add_parser(
+        "export", help="the plan with its statuses as todowrite items, markdown, or JSON",
+        description="todowrite: [{content, status, priority}], one item per phase followed by its steps; "
+        "markdown: the tree with statuses, results, notes and decisions; json: status plus notes and results.",
+    )
+    p.add_argument("plan")
+    p.add_argument("--format", required=True, choices=("todowrite", "markdown", "json"))
+    add_state_dir(p)
+    p.set_defaults(func=cmd_export)
+
+
+# -- validate ----------------------------------------------------------------------------------------------------
+
+def _validate_one(path: str, state_dir: str | None) -> dict[str, Any]:
+    from eagle_console.plan.loader import PlanError
+    from eagle_console.plan.loader import load_plan as load
+
+    override = state_dir or os.environ.get("EAGLE_CONSOLE_STATE")
+    try:
+        plan = load(Path(path), state_dir=Path(override) if override else None, check_builtins=True)
+    except PlanError as exc:
+        return {"ok": False, "plan": _plan_id_guess(Path(path)), "path": path,
+                "errors": [{"line": e.line, "column": e.column, "message": e.message} for e in exc.errors],
+                "lines": exc.format_all()}
+    return {"ok": True, "plan": plan.id, "path": path, "errors": [], "lines": [],
+            "phases": len(plan.phases), "steps": sum(1 for _ in plan.steps())}
+
+
+def _plan_id_guess(path: Path) -> str | None:
+    """The plan id of an invalid file, when its [plan] table still reads."""
+    import re
+
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    m = re.search(r'^\s*\[plan\][^\[]*?^\s*id\s*=\s*"([A-Za-z0-9._-]+)"', text, re.M | re.S)
+    return m.group(1) if m else None
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    reports = [_validate_one(p, args.state_dir) for p in args.plans]
+    if args.json:
+        docs = [{"ok": r["ok"], "plan": r["plan"], "errors": r["errors"]} for r in reports]
+        print_json(docs[0] if len(docs) == 1 else docs)
+    else:
+        for r in reports:
+            if r["ok"]:
+                print(f"{r['path']}: ok — plan {r['plan']}, {r['phases']} phases, {r['steps']} steps")
+            else:
+                for line in r["lines"]:
+                    print(line)
+    bad = [r for r in reports if not r["ok"]]
+    if bad and not args.json:
+        n = sum(len(r["errors"]) for r in bad)
+        print(f"{len(bad)} of {len(reports)} plan(s) invalid, {n} error(s)", file=sys.stderr)
+    return 2 if bad else 0
+
+
+# -- status ------------------------------------------------------------------------------------------------------
+
+def _status_doc(plan: Plan) -> dict[str, Any]:
+    from eagle_console.plan.export import status_document
+
+    journal = open_journal(plan)
+    try:
+        runs = {s.id: journal.latest_run(s.id) for s in plan.steps()}
+        return status_document(plan, journal.statuses(), runs)
+    finally:
+        journal.close()
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from eagle_console.plan.export import GLYPHS
+
+    plan = load_plan(args.plan, args.state_dir)
+    doc = _status_doc(plan)
+    if args.json:
+        print_json(doc)
+        return 0
+    print(f"{plan.id} — {plan.title}")
+    width = max((len(s.id) for s in plan.steps()), default=2)
+    for phase in doc["phases"]:
+        print(f"{GLYPHS.get(phase['status'], '?')} {phase['id']:<{width + 2}} {phase['title']}  "
+              f"[{phase['status']}, {phase['priority']}]")
+        for step in phase["steps"]:
+            extra = ""
+            run = step["run"]
+            if run and run["ended"] is None:
+                extra = f"  (running, pid {run['pid']})"
+            elif run and run["exit_code"] is not None:
+                extra = f"  (last exit {run['exit_code']})"
+            print(f"  {GLYPHS.get(step['status'], '?')} {step['id']:<{width}} {step['title']}  "
+                  f"[{step['status']}]{extra}")
+    return 0
+
+
+# -- mark, note ----------------------------------------------------------------------------------------------------
+
+def _known_ids(plan: Plan) -> str:
+    return ", ".join(s.id for s in plan.steps())
+
+
+def cmd_mark(args: argparse.Namespace) -> int:
+    plan = load_plan(args.plan, args.state_dir)
+    if plan.phase(args.step) is not None and plan.step(args.step) is None:
+        raise CliError(f"{args.step} is a phase; a phase's status is derived from its steps — mark its steps "
+                       f"({', '.join(s.id for s in plan.phase(args.step).steps) or 'none'})")
+    if plan.step(args.step) is None:
+        raise CliError(f"unknown step {args.step!r} in plan {plan.id}; steps: {_known_ids(plan)}")
+    journal = open_journal(plan)
+    try:
+        before = journal.statuses().get(args.step, "pending")
+        journal.mark(args.step, args.status, note=args.note)
+    finally:
+        journal.close()
+    print(f"{args.step}: {before} → {args.status}" + (f" (note: {args.note})" if args.note else ""))
+    return 0
+
+
+def cmd_note(args: argparse.Namespace) -> int:
+    plan = load_plan(args.plan, args.state_dir)
+    if plan.step(args.step) is None and plan.phase(args.step) is None:
+        phases = ", ".join(p.id for p in plan.phases)
+        raise CliError(f"unknown step {args.step!r} in plan {plan.id}; steps: {_known_ids(plan)}; "
+                       f"phases: {phases}")
+    if not args.text.strip():
+        raise CliError("the note is empty")
+    journal = open_journal(plan)
+    try:
+        journal.note(args.step, args.text)
+    finally:
+        journal.close()
+    print(f"{args.step}: noted")
+    return 0
+
+
+# -- export ------------------------------------------------------------------------------------------------------
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from eagle_console.plan import export
+
+    plan = load_plan(args.plan, args.state_dir)
+    journal = open_journal(plan)
+    try:
+        statuses = journal.statuses()
+        if args.format == "todowrite":
+            print_json(export.todowrite(plan, statuses))
+            return 0
+        notes, results = journal.notes(), journal.results()
+        runs = {s.id: journal.latest_run(s.id) for s in plan.steps()}
+    finally:
+        journal.close()
+    if args.format == "markdown":
+        sys.stdout.write(export.markdown(plan, statuses, notes, results, runs))
+    else:
+        print_json(export.as_json(plan, statuses, notes, results, runs))
+    return 0
