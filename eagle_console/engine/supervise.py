@@ -73,6 +73,7 @@ def describe_exit(code: int) -> str:
 class Supervisor:
     def __init__(self, journal: Journal, log: Path) -> None:
         self.journal, self.log_path = journal, log
+        log.parent.mkdir(parents=True, exist_ok=True)
         self.terminate_reason: str | None = None
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -328,9 +329,22 @@ def main(argv: list[str]) -> int:
     if "--detach" in argv:
         os.setsid()
     spec = read_spec(Path(argv[0]))
-    if isinstance(spec, ActionSpec):
-        return run_action(spec)
-    return run_rollback(spec)
+    try:
+        if isinstance(spec, ActionSpec):
+            return run_action(spec)
+        return run_rollback(spec)
+    except Exception as exc:  # record why instead of leaving the run to be found `lost`
+        import traceback
+
+        traceback.print_exc()
+        reason = f"supervisor error: {type(exc).__name__}: {exc}"
+        journal = Journal(Path(spec.journal))
+        if isinstance(spec, ActionSpec):
+            journal.end_run(spec.run_id, spec.step_id, exit_code=None, outcome="failed", reason=reason,
+                            step_status="failed")
+        else:
+            journal.append("rollback_end", spec.target, spec.rollback_id, None, outcome="failed", reason=reason)
+        return 1
 
 
 if __name__ == "__main__":
