@@ -16,6 +16,17 @@ from eagle_console.plan.model import Step
 
 UNDOABLE = ("completed", "failed", "in_progress")
 
+# Built-ins whose rollback is only a status change: they changed nothing that could be restored.
+MARK_ONLY_UNDO = {
+    "sglang.bench": "a benchmark changes nothing: marked rolled back",
+    "drafter.check": "a check changes nothing: marked rolled back",
+    "drafter.compare_vocab": "a comparison changes nothing: marked rolled back",
+    "extraction.verify": "a verification changes nothing: marked rolled back",
+    "http.wait": "waiting changes nothing: marked rolled back",
+    "gpu.wait_free": "waiting changes nothing: marked rolled back",
+    "gpu.kill": "killed processes cannot be brought back: marked rolled back (run it again to kill again)",
+}
+
 
 def _dependents(engine: Engine, step_id: str, statuses: dict[str, str]) -> list[Step]:
     """Completed steps whose needs (directly or through their phase) include `step_id`."""
@@ -90,6 +101,8 @@ def undo_item(engine: Engine, step: Step, force: bool = False) -> UndoItem:
             return UndoItem(step.id, ("stop the service, then " if stop else "") + what, argv, stop)
         if builtin.service:
             return UndoItem(step.id, f"stop the {step.action.uses} service", None, stop)
+        if step.action.uses in MARK_ONLY_UNDO:
+            return UndoItem(step.id, MARK_ONLY_UNDO[step.action.uses], mark_only=True)
     if stop:
         return UndoItem(step.id, "stop the service", None, stop)
     if force:
