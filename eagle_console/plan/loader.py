@@ -291,12 +291,13 @@ class _Builder:
                 self.errors.append(PlanIssue(1, 1, 'the plan file needs a [plan] table with id and title'))
             head = {}
         p: Path_ = ("plan",)
+        has_head = "plan" in doc  # without one, that is the only error to give about it
         self.check_keys(head, PLAN_KEYS, p, "[plan]")
-        plan_id = self.text(head, "id", p, required=True, what="[plan]", interp=False)
+        plan_id = self.text(head, "id", p, required=has_head, what="[plan]", interp=False)
         if plan_id is not None and not PLAN_ID.fullmatch(plan_id):
             self.error((*p, "id"), f"bad plan id {_show(plan_id)}: use letters, digits, '.', '_' and '-'")
             plan_id = None
-        title = self.text(head, "title", p, required=True, what="[plan]")
+        title = self.text(head, "title", p, required=has_head, what="[plan]")
         node = self.text(head, "node", p)
         description = self.text(head, "description", p)
         todo_label = self.text(head, "todo_label", p, interp=False)
