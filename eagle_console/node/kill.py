@@ -1,0 +1,158 @@
+"""Signal GPU holders safely: SIGTERM, wait the grace period, SIGKILL survivors, wait for the memory.
+
+Signals go through the psutil.Process objects kept from the listing: psutil refuses a pid that was
+reused since (create time differs), so a recycled pid is never hit. Some processes are never signalled
+whatever the caller asks: PID 1, this process and its ancestors (the supervisor, the console, the
+shell), processes outside this PID namespace, and other users' processes unless we are root and the
+operator picked them one by one.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+import psutil
+
+from eagle_console.node.procs import Holder
+
+if TYPE_CHECKING:
+    from eagle_console.node.gpus import GpuBackend
+
+POLL_S = 0.05
+Progress = Callable[[float, list[int]], None]  # (seconds left of the grace, pids still alive)
+
+
+def protected_pids() -> set[int]:
+    """PID 1, this process and every ancestor of it."""
+    pids = {1, os.getpid()}
+    try:
+        pids.update(p.pid for p in psutil.Process().parents())
+    except psutil.Error:
+        pass
+    return pids
+
+
+def _current_user() -> str | None:
+    try:
+        return psutil.Process().username()
+    except (psutil.Error, KeyError):
+        return None
+
+
+def refusal(h: Holder, explicit: Iterable[int] = (), protected: set[int] | None = None) -> str | None:
+    """Why `h` must not be signalled, or None if it may be."""
+    protected = protected_pids() if protected is None else protected
+    if not h.in_namespace or h.proc is None:
+        return "not in this PID namespace" if not h.in_namespace else "process not readable"
+    if h.pid == 1:
+        return "PID 1"
+    if h.pid == os.getpid():
+        return "this process"
+    if h.pid in protected:
+        return "an ancestor of this process"
+    me = _current_user()
+    if h.user is not None and me is not None and h.user != me:
+        if os.geteuid() != 0:
+            return f"belongs to {h.user}"
+        if h.pid not in set(explicit):
+            return f"belongs to {h.user} (as root, select it explicitly)"
+    return None
+
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:
+        return True
+
+
+def _signal(proc: psutil.Process, sig: int) -> str:
+    """"sent", "gone" (exited, or its pid now names another process) or "denied"."""
+    try:
+        proc.send_signal(sig)  # psutil checks the create time first: a reused pid raises NoSuchProcess
+        return "sent"
+    except psutil.NoSuchProcess:
+        return "gone"
+    except psutil.AccessDenied:
+        return "denied"
+
+
+def _wait(procs: list[psutil.Process], timeout: float, progress: Progress | None) -> list[psutil.Process]:
+    deadline = time.monotonic() + timeout
+    last_tick = None
+    while True:
+        alive = [p for p in procs if _alive(p)]
+        left = deadline - time.monotonic()
+        if not alive or left <= 0:
+            return alive
+        if progress is not None and (last_tick is None or int(left) != last_tick):
+            last_tick = int(left)
+            progress(left, [p.pid for p in alive])
+        time.sleep(POLL_S)
+
+
+def _used_by_gpu(backend: GpuBackend | None) -> tuple[dict[int, float], set[int]]:
+    if backend is None:
+        return {}, set()
+    sample = backend.sample()
+    used = {g.index: g.memory_used_mib for g in sample.gpus if g.memory_used_mib is not None}
+    listed = {p.pid for g in sample.gpus for p in (g.processes or [])}
+    return used, listed
+
+
+def kill_holders(holders: list[Holder], *, backend: GpuBackend | None = None, grace: float = 10.0,
+                 sig: int = signal.SIGTERM, explicit: Iterable[int] = (), progress: Progress | None = None,
+                 release_timeout: float = 30.0, say: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Stop `holders`; returns the plain dict the caller journals:
+    {"killed": [pid], "survivors": [pid], "freed_mib": {"0": MiB}, "refused": [{"pid", "reason"}]}.
+    """
+    say = say or (lambda _msg: None)
+    protected = protected_pids()
+    targets: list[Holder] = []
+    refused: list[dict[str, Any]] = []
+    for h in holders:
+        why = refusal(h, explicit, protected)
+        if why:
+            refused.append({"pid": h.pid, "reason": why})
+            say(f"not signalling {h.pid} ({h.command[:60]}): {why}")
+        else:
+            targets.append(h)
+    gpus = sorted({g for h in targets for g in h.gpus})
+    before, _ = _used_by_gpu(backend)
+    signalled: list[psutil.Process] = []
+    gone_before: list[int] = []
+    for h in targets:
+        assert h.proc is not None
+        name = signal.Signals(sig).name
+        outcome = _signal(h.proc, sig)
+        if outcome == "sent":
+            say(f"{name} -> {h.pid} {h.command[:80]}")
+            signalled.append(h.proc)
+        elif outcome == "denied":
+            refused.append({"pid": h.pid, "reason": "permission denied"})
+            say(f"not allowed to signal {h.pid}")
+        else:
+            gone_before.append(h.pid)
+            say(f"{h.pid} already gone (or its pid was reused): not signalled")
+    alive = _wait(signalled, grace, progress) if signalled else []
+    for proc in alive:
+        if _signal(proc, signal.SIGKILL) == "sent":
+            say(f"SIGKILL -> {proc.pid} (still alive after {grace:g}s)")
+    survivors = _wait(alive, 5.0, None) if alive else []
+    dead = [p.pid for p in signalled if p not in survivors]
+    # GPU memory is released only once the process has fully exited and the driver has torn down the
+    # context: wait until the backend no longer lists any of them.
+    deadline = time.monotonic() + release_timeout
+    after, listed = _used_by_gpu(backend)
+    while backend is not None and set(dead) & listed and time.monotonic() < deadline:
+        time.sleep(0.1)
+        after, listed = _used_by_gpu(backend)
+    freed = {str(g): round(max(0.0, before[g] - after.get(g, before[g])), 1) for g in gpus if g in before}
+    return {"killed": dead, "survivors": [p.pid for p in survivors], "freed_mib": freed, "refused": refused,
+            "gone": gone_before}

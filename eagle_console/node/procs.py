@@ -1,0 +1,259 @@
+"""GPU holders: who has the GPUs, and which of them are orphans that nothing will clean up.
+
+A process holds a GPU when it has a `/dev/nvidia*` file open (seen in /proc/PID/fd) or the backend
+lists it as a compute process. Holders are classified against the console's tracked runs:
+tracked (in the session of a live run), orphan (reparented to PID 1 / a subreaper with a GPU context,
+or left in the session of a run whose main process exited), other (everything else).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import psutil
+
+if TYPE_CHECKING:
+    from eagle_console.node.gpus import NodeSample
+    from eagle_console.plan.model import Plan
+
+# Init-like programs that adopt orphans (PR_SET_CHILD_SUBREAPER or PID 1 of a container).
+SUBREAPER_NAMES = frozenset({"systemd", "tini", "docker-init", "dumb-init", "catatonit", "s6-svscan",
+                             "runit", "supervisord"})
+# Daemons that hold the device files by design and live under PID 1: never orphans.
+DAEMON_NAMES = frozenset({"nvidia-persistenced", "nv-hostengine", "nvidia-fabricmanager", "dcgm-exporter"})
+SGLANG_WORKER = re.compile(r"sglang::(scheduler|detokenizer)")
+
+
+@dataclass
+class TrackedRun:
+    step_id: str
+    run_id: int
+    sid: int
+    main_pid: int
+    main_alive: bool
+
+
+@dataclass
+class Holder:
+    pid: int
+    ppid: int | None
+    user: str | None
+    command: str
+    gpus: list[int]
+    used_mib: float | None  # from the backend; None when only the fd scan saw it
+    cls: str = "other"  # tracked | orphan | other
+    owner: str | None = None
+    reason: str | None = None
+    in_namespace: bool = True
+    sid: int | None = None
+    has_context: bool = False  # listed by the backend as a compute process
+    used_by_gpu: dict[int, float] = field(default_factory=dict)
+    proc: psutil.Process | None = field(default=None, repr=False, compare=False)  # kept for pid-reuse guard
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pid": self.pid, "ppid": self.ppid, "user": self.user, "command": self.command,
+                "gpus": self.gpus, "used_mib": self.used_mib, "class": self.cls, "owner": self.owner,
+                "reason": self.reason}
+
+
+def device_minor(link: str, prefix: str) -> int | None | bool:
+    """Minor number N of `PREFIX<N>`; None for PREFIXctl / -uvm / -caps (no GPU); False if not a device."""
+    if not link.startswith(prefix):
+        return False
+    rest = link[len(prefix):]
+    return int(rest) if rest.isdigit() else None
+
+
+def scan_device_fds(prefix: str = "/dev/nvidia", proc_root: str = "/proc") -> dict[int, set[int | None]]:
+    """pid -> device minors it has open under `prefix` (None for control/uvm files).
+
+    One readlink per fd of every process: ~2-5 ms on a node with a few hundred processes. Entries
+    that vanish mid-scan or are not readable (other users' fds without root) are skipped.
+    """
+    found: dict[int, set[int | None]] = {}
+    readlink = os.readlink
+    try:
+        entries = os.listdir(proc_root)
+    except OSError:
+        return found
+    for name in entries:
+        if not name.isdigit():
+            continue
+        fd_dir = f"{proc_root}/{name}/fd"
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:
+            continue
+        minors: set[int | None] = set()
+        for fd in fds:
+            try:
+                link = readlink(f"{fd_dir}/{fd}")
+            except OSError:
+                continue
+            if link.startswith(prefix):
+                rest = link[len(prefix):]
+                minors.add(int(rest) if rest.isdigit() else None)
+        if minors:
+            found[int(name)] = minors
+    return found
+
+
+def is_console_command(command: str) -> bool:
+    """The console's own processes (a TUI or CLI with NVML open) are never orphans; its sim workers are."""
+    argv = command.split()
+    if any(a.rsplit("/", 1)[-1] == "eagle-console" for a in argv[:2]):
+        return True
+    if "-m" in argv[:3]:
+        i = argv.index("-m")
+        module = argv[i + 1] if i + 1 < len(argv) else ""
+        return module.startswith("eagle_console") and not module.startswith("eagle_console.sim")
+    return False
+
+
+def _command(proc: psutil.Process) -> str:
+    try:
+        cmd = proc.cmdline()
+        if cmd:
+            return " ".join(cmd)
+        return proc.name()
+    except psutil.Error:
+        return "?"
+
+
+def is_subreaper(ppid: int | None, subreapers: Iterable[int] = ()) -> bool:
+    if ppid is None:
+        return False
+    if ppid == 1 or ppid in set(subreapers):
+        return True
+    try:
+        return psutil.Process(ppid).name() in SUBREAPER_NAMES
+    except psutil.Error:
+        return False
+
+
+def classify(h: Holder, tracked: list[TrackedRun], subreapers: Iterable[int] = ()) -> None:
+    """Set h.cls / owner / reason. Order matters: a run's session beats the parent-pid rule."""
+    if not h.in_namespace:
+        h.cls, h.reason = "other", "not in this PID namespace"
+        return
+    by_sid: dict[int, TrackedRun] = {}
+    for run in tracked:  # a live run wins over an ended one that had the same sid
+        if run.sid not in by_sid or (run.main_alive and not by_sid[run.sid].main_alive):
+            by_sid[run.sid] = run
+    run = by_sid.get(h.sid) if h.sid is not None else None
+    if run is not None and run.main_alive:
+        h.cls, h.owner, h.reason = "tracked", run.step_id, f"session of run {run.run_id}"
+        return
+    if run is not None:
+        h.cls, h.owner, h.reason = "orphan", run.step_id, f"launcher of run {run.run_id} exited"
+        return
+    if is_console_command(h.command):
+        h.cls, h.reason = "other", "eagle-console"
+        return
+    name = h.command.split()[0].rsplit("/", 1)[-1] if h.command else ""
+    if name in DAEMON_NAMES:
+        h.cls, h.reason = "other", "system daemon"
+        return
+    if is_subreaper(h.ppid, subreapers):
+        who = "ppid 1" if h.ppid == 1 else f"reparented to subreaper {h.ppid}"
+        if SGLANG_WORKER.search(h.command):
+            h.cls, h.reason = "orphan", "sglang scheduler reparented"
+        elif h.has_context:
+            h.cls, h.reason = "orphan", who
+        else:  # a daemon under init holding only the device files: not a leftover worker
+            h.cls, h.reason = "other", f"{who}, no GPU memory"
+        return
+    h.cls, h.reason = "other", None
+
+
+def scan_holders(sample: NodeSample | None, tracked: list[TrackedRun] | None = None, *,
+                 device_prefix: str = "/dev/nvidia", proc_root: str = "/proc",
+                 subreapers: Iterable[int] = (), include_self: bool = False) -> list[Holder]:
+    """Every GPU holder (fd scan merged with the backend's process lists), classified."""
+    tracked = tracked or []
+    minor_to_index = sample.gpu_by_minor() if sample is not None else {}
+    fds = scan_device_fds(device_prefix, proc_root)
+    gpus_of: dict[int, set[int]] = {pid: {minor_to_index.get(m, m) for m in ms if m is not None}
+                                    for pid, ms in fds.items()}
+    used: dict[int, dict[int, float | None]] = {}
+    for g in (sample.gpus if sample is not None else []):
+        for p in g.processes or []:
+            used.setdefault(p.pid, {})[g.index] = p.used_mib
+            gpus_of.setdefault(p.pid, set()).add(g.index)
+    me = os.getpid()
+    out: list[Holder] = []
+    for pid in sorted(gpus_of):
+        if pid == me and not include_self:
+            continue
+        per_gpu = used.get(pid, {})
+        known = [v for v in per_gpu.values() if v is not None]
+        h = Holder(pid=pid, ppid=None, user=None, command="", gpus=sorted(gpus_of[pid]),
+                   used_mib=sum(known) if known else None, has_context=pid in used,
+                   used_by_gpu={k: v for k, v in per_gpu.items() if v is not None})
+        try:
+            proc = psutil.Process(pid)
+            with proc.oneshot():
+                h.ppid = proc.ppid()
+                h.command = _command(proc)
+                try:
+                    h.user = proc.username()
+                except (KeyError, psutil.Error):  # uid without a passwd entry
+                    h.user = str(proc.uids().real)
+            h.sid = os.getsid(pid)
+            h.proc = proc
+        except (psutil.NoSuchProcess, ProcessLookupError):
+            h.in_namespace = False
+            h.command = "No Such Process"
+        except (psutil.AccessDenied, PermissionError):
+            h.command = h.command or "?"
+        classify(h, tracked, subreapers)
+        out.append(h)
+    return out
+
+
+def tracked_runs_for(plan: Plan | None) -> list[TrackedRun]:
+    """Runs of `plan`'s journal that have a session: live ones own their holders, ended ones orphan them."""
+    if plan is None:
+        return []
+    try:
+        from eagle_console.journal import Journal
+    except ImportError:
+        return []
+    from eagle_console.engine.procs import alive
+
+    journal = Journal.for_plan(plan)
+    try:
+        runs = journal.runs()
+    finally:
+        journal.close()
+    out: list[TrackedRun] = []
+    for run in runs:
+        if not run.sid or not run.pid:
+            continue
+        main_alive = run.ended is None and alive(run.pid, run.pid_ctime)
+        out.append(TrackedRun(step_id=run.step_id, run_id=run.id, sid=run.sid, main_pid=run.pid,
+                              main_alive=main_alive))
+    return out
+
+
+def gpus_document(sample: NodeSample, holders: list[Holder]) -> dict[str, Any]:
+    """The `gpus --json` document of cli.md (also what the GPUs pane draws)."""
+    by_gpu: dict[int, list[Holder]] = {}
+    for h in holders:
+        for g in h.gpus:
+            by_gpu.setdefault(g, []).append(h)
+    gpus = []
+    for g in sample.gpus:
+        procs = [{"pid": h.pid, "used_mib": h.used_by_gpu.get(g.index), "command": h.command,
+                  "class": h.cls, "owner": h.owner} for h in by_gpu.get(g.index, [])]
+        gpus.append({
+            "index": g.index, "name": g.name, "uuid": g.uuid, "memory_total_mib": g.memory_total_mib,
+            "memory_used_mib": g.memory_used_mib, "utilization_pct": g.utilization_pct,
+            "temperature_c": g.temperature_c, "power_w": g.power_w, "power_limit_w": g.power_limit_w,
+            "pcie_gen": g.pcie_gen, "pcie_width": g.pcie_width, "processes": procs,
+        })
+    return {"backend": sample.backend, "error": sample.error, "driver": sample.driver, "gpus": gpus}
