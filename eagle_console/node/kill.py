@@ -156,3 +156,37 @@ def kill_holders(holders: list[Holder], *, backend: GpuBackend | None = None, gr
     freed = {str(g): round(max(0.0, before[g] - after.get(g, before[g])), 1) for g in gpus if g in before}
     return {"killed": dead, "survivors": [p.pid for p in survivors], "freed_mib": freed, "refused": refused,
             "gone": gone_before}
+
+
+SCOPES = ("orphans", "all", "match")
+
+
+def select_targets(holders: list[Holder], scope: str = "orphans", match: Iterable[str] = (),
+                   gpus: Iterable[int] | None = None) -> list[Holder]:
+    """The holders a kill in `scope` would signal (before the never-signal rules of `refusal`).
+
+    orphans: class orphan. all: every holder with GPU memory, plus orphans; never the console itself
+    or a system daemon. match: holders whose command line matches one of the regexes.
+    `gpus` limits any scope to holders on those GPU indices.
+    """
+    import re
+
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {', '.join(SCOPES)}, not {scope!r}")
+    patterns = [re.compile(p) for p in match]
+    if scope == "match" and not patterns:
+        raise ValueError("scope 'match' needs `match` regexes")
+    wanted = set(gpus) if gpus is not None else None
+    out = []
+    for h in holders:
+        if wanted is not None and not wanted & set(h.gpus):
+            continue
+        if scope == "orphans":
+            ok = h.cls == "orphan"
+        elif scope == "all":
+            ok = h.cls == "orphan" or (h.has_context and h.reason not in ("eagle-console", "system daemon"))
+        else:
+            ok = any(p.search(h.command) for p in patterns)
+        if ok:
+            out.append(h)
+    return out
