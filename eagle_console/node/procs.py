@@ -167,7 +167,22 @@ def classify(h: Holder, tracked: list[TrackedRun], subreapers: Iterable[int] = (
         else:  # a daemon under init holding only the device files: not a leftover worker
             h.cls, h.reason = "other", f"{who}, no GPU memory"
         return
+    if (h.has_context or SGLANG_WORKER.search(h.command)) and _abandoned_session(h):
+        # an unknown subreaper adopted it: its session's leader is gone and its parent is a stranger
+        h.cls, h.reason = "orphan", f"session leader {h.sid} exited, parent {h.ppid} outside the session"
+        return
     h.cls, h.reason = "other", None
+
+
+def _abandoned_session(h: Holder) -> bool:
+    if h.sid is None or h.ppid is None or h.sid in (0, h.pid):
+        return False
+    if psutil.pid_exists(h.sid):
+        return False
+    try:
+        return os.getsid(h.ppid) != h.sid
+    except OSError:
+        return False
 
 
 def scan_holders(sample: NodeSample | None, tracked: list[TrackedRun] | None = None, *,
