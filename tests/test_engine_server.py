@@ -57,7 +57,13 @@ def server_plan(tmp_path, monkeypatch):
           uses = "sglang.bench"
           with = {{ url = "http://127.0.0.1:${{port}}", requests = 3, max_new_tokens = 48 }}
     """)
-    return path, sim, port
+    yield path, sim, port
+    # A failed assertion must not leave a simulated server behind.
+    from eagle_console.engine.procs import stop_session
+
+    for run in engine_for(path).journal.runs():
+        if run.sid:
+            stop_session(run.sid, run.pgid, 1.0)
 
 
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
