@@ -17,6 +17,7 @@ from eagle_console.cli.common import CliError
 # Each module exposes `register(subparsers)`, adding its commands with `set_defaults(func=...)`.
 COMMAND_MODULES = (
     "eagle_console.cli.tui_cmds",
+    "eagle_console.cli.demo_cmds",
     "eagle_console.cli.plan_cmds",
     "eagle_console.cli.run_cmds",
     "eagle_console.cli.gpu_cmds",

@@ -1,0 +1,39 @@
+"""`eagle-console demo`: build the simulated node and its plan, then open the console on it."""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "demo", help="build a simulated 8-GPU node and a Phase 0 plan in DIR, and open the console on it",
+        description="Builds a simulated PCIe node (8 GPUs, two orphaned workers holding memory, EAGLE-3 "
+        "drafters, a Kimi-K2.5 config, a simulated SGLang server and extraction job) and a demo plan, then "
+        "opens the console. Walk it with n (next), K (kill orphans), m (mark) and u (rollback).",
+    )
+    p.add_argument("--dir", metavar="DIR", default=None, help="where to build it (default: a new temp dir)")
+    p.add_argument("--no-tui", action="store_true", help="build it and print how to use it, without the console")
+    p.set_defaults(func=cmd_demo)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from eagle_console.demo.build import build_demo
+
+    root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="eagle-console-demo-"))
+    print(f"building the simulated node in {root} …", flush=True)
+    plan = build_demo(root)
+    sim = root / "sim"
+    if args.no_tui:
+        print(f"plan: {plan}\nsim:  {sim}\n")
+        print("try:")
+        print(f"  eagle-console gpus --sim {sim}")
+        print(f"  eagle-console orphans {plan} --sim {sim}")
+        print(f"  eagle-console next {plan} --yes --wait")
+        print(f"  eagle-console tui {plan} --sim {sim}")
+        return 0
+    from eagle_console.cli.tui_cmds import open_console
+
+    return open_console(plan, sim_dir=sim)

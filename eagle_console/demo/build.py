@@ -1,0 +1,183 @@
+"""Build the demo node in a folder: sim GPUs with two orphaned workers, drafters, a target config, and a
+plan that mirrors plans/phase0-aqmedai-probe.toml plus a short extraction phase.
+
+Building twice, or over a dirty folder, works: leftover simulated processes of an earlier demo in the same
+folder are stopped first, the drafters and the plan are rewritten, and the journal is started afresh
+(the old one is moved aside, never edited).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+
+PLAN_TEMPLATE = """\
+# The demo plan: Phase 0 of the EAGLE-3 effort (see plans/phase0-aqmedai-probe.toml) on a simulated
+# 8x RTX PRO 6000 node, plus a short hidden-state extraction. Built by `eagle-console demo`.
+[plan]
+id = "demo"
+title = "EAGLE-3 drafter integration for Kimi-K2.5 (simulated node)"
+node = "8x RTX PRO 6000 Blackwell, PCIe, no NVLink (simulated)"
+todo_label = "Phase {{id}}: {{title}}"
+baseline = {{ tok_s = 82.0 }}
+
+[vars]
+root    = {root}
+sim     = "${{root}}/sim"
+model   = "${{root}}/models/Kimi-K2.5"
+drafter = "${{root}}/drafters/AQ-MedAI-Kimi-K2-Instruct-eagle3"
+k25_drafter = "${{root}}/drafters/kimi-k25-eagle3"
+python  = {python}
+port    = {port}
+url     = "http://127.0.0.1:${{port}}"
+data    = "${{root}}/data"
+
+[env]
+EAGLE_CONSOLE_SIM = "${{sim}}"
+EAGLE_SIM_STARTUP_S = "4"
+NCCL_DEBUG = "INFO"
+NCCL_PROTO = "LL"
+NCCL_ALGO  = "Ring"
+
+[[phase]]
+id = "0"
+title = "Quick Probe — try AQ-MedAI K2 drafter directly with K2.5"
+priority = "high"
+
+  [[phase.step]]
+  id = "0.1"
+  title = "Kill any existing server processes"
+  priority = "high"
+  uses = "gpu.kill"
+  with = {{ scope = "all", grace = "3s" }}
+
+  [[phase.step]]
+  id = "0.2"
+  title = "Prepare AQ-MedAI drafter directory (fix config, verify vocab mappings)"
+  priority = "high"
+  uses = "json.set"
+  with = {{ path = "${{drafter}}/config.json", set = {{ max_position_embeddings = 262144 }} }}
+  check = {{ uses = "drafter.check", with = {{ path = "${{drafter}}", target = "${{model}}" }} }}
+
+  [[phase.step]]
+  id = "0.2b"
+  title = "Compare the AQ-MedAI vocab mapping with the K2.5 drafter's"
+  priority = "medium"
+  uses = "drafter.compare_vocab"
+  with = {{ a = "${{drafter}}", b = "${{k25_drafter}}" }}
+
+  [[phase.step]]
+  id = "0.3"
+  title = "Launch SGLang with K2.5 base + AQ-MedAI drafter"
+  priority = "high"
+  needs = ["0.1", "0.2"]
+  uses = "sglang.server"
+  log = "logs/sglang-phase0.log"
+  timeout = "5m"
+    [phase.step.with]
+    model = "${{model}}"
+    draft = "${{drafter}}"
+    tp = 8
+    port = "${{port}}"
+    python = "${{python}}"
+    speculative = {{ algorithm = "EAGLE3", num_steps = 2, eagle_topk = 1, num_draft_tokens = 3 }}
+    args = ["--disable-custom-all-reduce", "--trust-remote-code", "--num-continuous-decode-steps", "4"]
+
+  [[phase.step]]
+  id = "0.4"
+  title = "Benchmark single-stream throughput against the 82 tok/s baseline"
+  priority = "high"
+  needs = ["0.3"]
+  uses = "sglang.bench"
+  with = {{ url = "${{url}}", requests = 5, max_new_tokens = 128 }}
+
+[[phase]]
+id = "1"
+title = "Hidden-state extraction (short run)"
+priority = "medium"
+needs = ["0"]
+
+  [[phase.step]]
+  id = "1.1"
+  title = "Extract hidden states of layers 3/31/59 (300 samples)"
+  run = [{python_exe}, "-m", "eagle_console.sim.extract", "--out", "${{data}}/hidden_states", "--samples", "300", "--rate", "15", "--bytes-per-sample", "3080000000"]
+  log = "logs/extract.log"
+  watch = {{ extraction = {{ log = "logs/extract.log", output = "${{data}}/hidden_states", pattern = "*.safetensors", total = 300 }} }}
+  rollback = ["rm", "-rf", "${{data}}/hidden_states"]
+
+  [[phase.step]]
+  id = "1.2"
+  title = "Verify extracted samples (keys, shapes, dtype, finite; longest included)"
+  needs = ["1.1"]
+  uses = "extraction.verify"
+  with = {{ path = "${{data}}/hidden_states", pattern = "*.safetensors", sample = 20, hidden_size = 16 }}
+"""
+
+
+def _toml_str(value: str) -> str:
+    return json.dumps(value)  # a JSON string is a valid TOML basic string
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def stop_leftovers(root: Path) -> list[int]:
+    """Stop simulated processes of an earlier demo in this folder (holders registered in its sim)."""
+    from eagle_console.sim import gpustate
+
+    sim = root / "sim"
+    pids = [h.pid for h in gpustate.holders(sim)] if (sim / "holders").is_dir() else []
+    import psutil
+
+    procs = []
+    for pid in pids:
+        try:
+            p = psutil.Process(pid)
+            p.send_signal(signal.SIGTERM)
+            procs.append(p)
+        except psutil.Error:
+            pass
+    _gone, alive = psutil.wait_procs(procs, timeout=3)
+    for p in alive:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    return pids
+
+
+def build_demo(root: Path, orphans: int = 2, port: int | None = None) -> Path:
+    """Build (or rebuild) the demo in `root`; returns the plan's path."""
+    from eagle_console.sim import drafters, gpustate
+    from eagle_console.sim import orphans as sim_orphans
+
+    root = Path(root).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    stop_leftovers(root)
+    gpustate.create_node(root / "sim")
+    for sub in ("models", "drafters", "data"):
+        shutil.rmtree(root / sub, ignore_errors=True)
+    built = drafters.build(root / "drafters")
+    (root / "models").mkdir()
+    shutil.move(str(built["target"]), root / "models" / "Kimi-K2.5")
+    state = root / "plans" / ".eagle-console"
+    if state.exists():  # a fresh journal; the old one is kept beside it, untouched
+        state.rename(root / "plans" / f".eagle-console.old-{int(time.time())}")
+    plan_path = root / "plans" / "demo.toml"
+    plan_path.parent.mkdir(exist_ok=True)
+    python_cmd = f"{sys.executable} -m eagle_console.sim.sglang_server"
+    plan_path.write_text(PLAN_TEMPLATE.format(
+        root=_toml_str(str(root)), python=_toml_str(python_cmd), port=port or free_port(),
+        python_exe=_toml_str(sys.executable),
+    ))
+    if orphans:
+        sim_orphans.leave_orphans(root / "sim", orphans)
+    return plan_path
