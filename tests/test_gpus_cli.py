@@ -1,0 +1,126 @@
+"""`gpus` and `orphans` commands: JSON shapes of cli.md, killing, exit codes; gpu.kill via the engine."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import psutil
+import pytest
+from enginekit import engine_for, write_plan
+
+from eagle_console.sim import gpustate
+from eagle_console.sim.orphans import leave_orphans
+
+GPU_KEYS = {"index", "name", "uuid", "memory_total_mib", "memory_used_mib", "utilization_pct", "temperature_c",
+            "power_w", "power_limit_w", "pcie_gen", "pcie_width", "processes"}
+HOLDER_KEYS = {"pid", "ppid", "user", "command", "gpus", "used_mib", "class", "owner", "reason"}
+
+
+def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "eagle_console", *args], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, **(env or {})})
+
+
+@pytest.fixture
+def orphaned(tmp_path):
+    sim = tmp_path / "sim"
+    gpustate.create_node(sim)
+    pids = leave_orphans(sim, 2)
+    yield sim, pids
+    for pid in pids:
+        try:
+            psutil.Process(pid).kill()
+        except psutil.Error:
+            pass
+
+
+def test_gpus_json_shape_with_orphans(orphaned):
+    sim, pids = orphaned
+    out = cli("gpus", "--json", "--sim", str(sim))
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert set(doc) == {"backend", "error", "driver", "gpus"} and doc["backend"] == "sim"
+    assert len(doc["gpus"]) == 8 and all(set(g) == GPU_KEYS for g in doc["gpus"])
+    procs = {p["pid"]: (g["index"], p) for g in doc["gpus"] for p in g["processes"]}
+    assert set(procs) == set(pids)
+    for gpu, p in procs.values():
+        assert set(p) == {"pid", "used_mib", "command", "class", "owner"}
+        assert p["class"] == "orphan" and p["used_mib"] == 6120.0 and gpu in (3, 5)
+    assert doc["gpus"][3]["memory_used_mib"] == 6120.0
+
+
+def test_gpus_without_driver_exits_0_with_reason():
+    out = cli("gpus", "--json", env={"EAGLE_CONSOLE_GPU_BACKEND": "none"})
+    assert out.returncode == 0
+    doc = json.loads(out.stdout)
+    assert doc["backend"] == "none" and doc["gpus"] == [] and doc["error"]
+
+
+def test_orphans_lists_then_kills_and_frees(orphaned):
+    sim, pids = orphaned
+    listed = json.loads(cli("orphans", "--json", "--sim", str(sim)).stdout)
+    assert set(listed) == {"holders", "killed", "survivors", "freed_mib"}
+    assert {h["pid"] for h in listed["holders"]} == set(pids)
+    assert all(set(h) == HOLDER_KEYS and h["class"] == "orphan" for h in listed["holders"])
+    assert listed["killed"] == [] and all(psutil.pid_exists(p) for p in pids)
+    out = cli("orphans", "--json", "--kill", "--yes", "--grace", "2s", "--sim", str(sim))
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert sorted(doc["killed"]) == sorted(pids) and doc["survivors"] == []
+    assert doc["freed_mib"] == {"3": 6120.0, "5": 6120.0}
+    assert gpustate.holders(sim) == []
+
+
+def test_orphans_bad_input_is_one_line_exit_2(orphaned):
+    sim, pids = orphaned
+    out = cli("orphans", "--grace", "soon", "--sim", str(sim))
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "--grace" in out.stderr
+    out = subprocess.run([sys.executable, "-m", "eagle_console", "orphans", "--kill", "--sim", str(sim)],
+                         capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
+    assert out.returncode == 2 and "--yes" in out.stderr
+    assert all(psutil.pid_exists(p) for p in pids)  # nothing signalled without confirmation
+
+
+def test_gpu_kill_and_wait_free_steps_through_the_engine(tmp_path, orphaned, monkeypatch):
+    sim, pids = orphaned
+    monkeypatch.setenv("EAGLE_CONSOLE_SIM", str(sim))
+    path = write_plan(tmp_path, """
+        [[phase]]
+        id = "0"
+        title = "P"
+          [[phase.step]]
+          id = "0.1"
+          title = "Kill orphans"
+          uses = "gpu.kill"
+          with = { scope = "orphans", grace = "2s" }
+          confirm = false
+          [[phase.step]]
+          id = "0.2"
+          title = "GPUs free"
+          uses = "gpu.wait_free"
+          with = { max_used_mib = 1024, timeout = "20s" }
+    """)
+    eng = engine_for(path)
+    run = eng.wait(eng.start("0.1"), timeout=60)
+    log = open(run.log).read()
+    assert run.exit_code == 0, log
+    results = {r.name: r.value for r in eng.journal.results("0.1")}
+    assert results["killed"] == 2 and results["freed_mib"] == 12240.0
+    assert results["freed_mib_gpu3"] == 6120.0
+    assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in pids)
+    run = eng.wait(eng.start("0.2"), timeout=60)
+    assert run.exit_code == 0, open(run.log).read()
+    assert {r.name for r in eng.journal.results("0.2")} >= {"wait_s", "max_used_mib"}
+
+
+def test_gpu_kill_validate_rejects_bad_with():
+    from eagle_console.engine.builtins import get_builtin
+
+    kill = get_builtin("gpu.kill")
+    assert kill.validate({"scope": "orphans"}) == []
+    problems = kill.validate({"scope": "match", "match": ["("], "gpus": "0", "signal": "NOPE"})
+    assert len(problems) == 3  # regex, gpus, signal
+    assert get_builtin("gpu.wait_free").validate({"max_used_mib": -1, "timeout": "x"})
