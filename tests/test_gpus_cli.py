@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
 import psutil
 import pytest
-from enginekit import engine_for, write_plan
+from enginekit import engine_for, session_pids, wait_for, write_plan
 
+from eagle_console.engine.procs import alive
 from eagle_console.sim import gpustate
 from eagle_console.sim.orphans import leave_orphans
 
@@ -124,3 +126,38 @@ def test_gpu_kill_validate_rejects_bad_with():
     problems = kill.validate({"scope": "match", "match": ["("], "gpus": "0", "signal": "NOPE"})
     assert len(problems) == 3  # regex, gpus, signal
     assert get_builtin("gpu.wait_free").validate({"max_used_mib": -1, "timeout": "x"})
+
+
+def test_orphans_with_plan_names_the_run_that_left_them(tmp_path):
+    """A run's supervisor and main process die (kill -9), its GPU worker stays: that run's orphan."""
+    sim = tmp_path / "sim"
+    gpustate.create_node(sim)
+    script = tmp_path / "worker.py"
+    script.write_text("import sys, time\nfrom eagle_console.sim import gpustate\n"
+                      "gpustate.hold(sys.argv[1], {2: 3000.0})\ntime.sleep(60)\n")
+    shell = f"{sys.executable} {script} {sim} > /dev/null 2>&1 & sleep 60"
+    path = write_plan(tmp_path, f"""
+        [[phase]]
+        id = "0"
+        title = "P"
+          [[phase.step]]
+          id = "0.7"
+          title = "leaves a worker behind"
+          run = ["sh", "-c", {json.dumps(shell)}]
+    """)
+    eng = engine_for(path)
+    run_id = eng.start("0.7")
+    wait_for(lambda: gpustate.holders(sim), timeout=30)
+    run = wait_for(lambda: (r := eng.journal.run(run_id)) and r.pid and r.sid and r, timeout=30)
+    os.kill(run.supervisor_pid, signal.SIGKILL)
+    os.kill(run.pid, signal.SIGKILL)
+    wait_for(lambda: not alive(run.pid, run.pid_ctime), timeout=30)
+    try:
+        out = cli("orphans", str(path), "--json", "--sim", str(sim))
+        assert out.returncode == 0, out.stderr
+        (h,) = json.loads(out.stdout)["holders"]
+        assert (h["class"], h["owner"], h["gpus"]) == ("orphan", "0.7", [2])
+        assert h["reason"] == f"launcher of run {run.id} exited"
+    finally:
+        for pid in session_pids(run.sid):  # the worker and the shell's `sleep`
+            os.kill(pid, signal.SIGKILL)
