@@ -112,6 +112,8 @@ def test_gpu_kill_and_wait_free_steps_through_the_engine(tmp_path, orphaned, mon
     results = {r.name: r.value for r in eng.journal.results("0.1")}
     assert results["killed"] == 2 and results["freed_mib"] == 12240.0
     assert results["freed_mib_gpu3"] == 6120.0
+    kills = [e for e in eng.journal.history("0.1") if e.kind == "kill"]
+    assert len(kills) == 1 and sorted(kills[0].data["killed"]) == sorted(pids)
     assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in pids)
     run = eng.wait(eng.start("0.2"), timeout=60)
     assert run.exit_code == 0, open(run.log).read()

@@ -47,6 +47,12 @@ class ActionContext:
         tmp.write_text(json.dumps(data))
         tmp.replace(self.artifacts / name)
 
+    def journal(self):
+        """The plan's journal, for built-ins that record more than results (a kill, say)."""
+        from eagle_console.journal import Journal
+
+        return Journal(self.state_dir / "journal.db")
+
     def load(self, name: str) -> Any | None:
         try:
             return json.loads((self.artifacts / name).read_text())

@@ -98,6 +98,7 @@ class GpuKill(Builtin):
         finally:
             backend.close()
         ctx.save("kill.json", report)
+        ctx.journal().append("kill", ctx.step.id, ctx.run_id, None, scope=scope, **report)
         freed_total = round(sum(report["freed_mib"].values()), 1)
         ctx.say(f"killed {len(report['killed'])}: {report['killed']}; freed {freed_total} MiB "
                 f"{report['freed_mib']}; survivors {report['survivors']}")
