@@ -116,7 +116,7 @@ def cmd_next(args: argparse.Namespace) -> int:
     engine.reconcile()
     step = engine.next_step()
     if step is None:
-        raise CliError("no pending step has its needs met: the plan is done, or something failed", code=1)
+        raise CliError(engine.why_no_next(), code=1)
     if step.action is None:
         raise CliError(f"the next step, {step.id} ({step.title}), is a manual step: do it by hand and mark it",
                        code=1)

@@ -120,6 +120,27 @@ class Engine:
                 return step
         return None
 
+    def why_no_next(self) -> str:
+        """Why `next` has nothing to run: the plan is done, or what blocks the rest."""
+        statuses = self.statuses()
+        failed = [s for s in self.plan.steps() if statuses[s.id] == "failed"]
+        running = [s for s in self.plan.steps() if statuses[s.id] == "in_progress"]
+        pending = [s for s in self.plan.steps() if statuses[s.id] in RUNNABLE_AGAIN]
+        if not pending and not failed and not running:
+            return "every step is completed or skipped: the plan is done"
+        parts = []
+        if failed:
+            states = self.journal.states()
+            parts.append("failed: " + ", ".join(
+                f"{s.id}" + (f" ({states[s.id].reason})" if s.id in states and states[s.id].reason else "")
+                for s in failed) + " — fix and run again (r), or mark it")
+        if running:
+            parts.append("in progress: " + ", ".join(s.id for s in running))
+        if pending:
+            parts.append("waiting on needs: " + ", ".join(
+                f"{s.id} needs {', '.join(n for n in s.needs if statuses.get(n) not in DONE)}" for s in pending))
+        return "nothing to run next; " + "; ".join(parts)
+
     def log_path(self, step: Step, run_id: int) -> Path:
         return step.log or self.plan.state_dir / "logs" / f"{step.id}-{run_id}.log"
 
@@ -195,8 +216,7 @@ class Engine:
     def start_next(self, who: str | None = None) -> tuple[Step, int]:
         step = self.next_step()
         if step is None:
-            raise Refused("no pending step has its needs met: the plan is done, or something failed "
-                          "(see status)")
+            raise Refused(self.why_no_next())
         if step.action is None:
             raise Refused(f"the next step, {step.id} ({step.title}), is a manual step: do it by hand and "
                           "mark it (m)")
