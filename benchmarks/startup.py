@@ -1,0 +1,77 @@
+"""Time to first screen: the console vs a bare Textual app, process start → first paint, same run.
+
+Both run headless and exit from `call_after_refresh` in on_mount (the console when
+EAGLE_CONSOLE_EXIT_AFTER_FIRST_PAINT=1). Prints each median, the ratio (target ≤ 1.5x) and which heavy
+modules (torch, safetensors, numpy) the console process had loaded when it exited.
+
+    .venv/bin/python benchmarks/startup.py [--reps 7] [--plan PLAN]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PLAN = """[plan]
+id = "bench"
+title = "startup benchmark"
+
+[[phase]]
+id = "0"
+title = "Phase"
+
+[[phase.step]]
+id = "0.1"
+title = "echo"
+run = "echo hi"
+"""
+
+
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, str]:
+    t0 = time.perf_counter()
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    elapsed = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
+    return elapsed, proc.stdout
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--plan", default=None, help="plan to open (default: a one-step plan in a temp dir)")
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="eagle-startup-"))
+    plan = Path(args.plan) if args.plan else tmp / "plan.toml"
+    if not args.plan:
+        plan.write_text(PLAN)
+    env = {**os.environ, "EAGLE_CONSOLE_EXIT_AFTER_FIRST_PAINT": "1", "EAGLE_CONSOLE_STATE": str(tmp / "state"),
+           "EAGLE_CONSOLE_GPU_BACKEND": os.environ.get("EAGLE_CONSOLE_GPU_BACKEND", "none")}
+    console = [sys.executable, "-m", "eagle_console", "tui", str(plan)]
+    bare = [sys.executable, str(ROOT / "benchmarks" / "_bare_app.py")]
+    timed(console, env)  # warm the page cache and bytecode for both, so neither pays first-run costs
+    timed(bare, env)
+    c_times, b_times, heavy = [], [], ""
+    for _ in range(args.reps):  # interleaved, so machine load hits both alike
+        t, out = timed(console, env)
+        c_times.append(t)
+        heavy = next((line for line in out.splitlines() if line.startswith("heavy modules")), heavy)
+        b_times.append(timed(bare, env)[0])
+    c, b = statistics.median(c_times), statistics.median(b_times)
+    print(f"console first paint: median {c * 1000:.0f} ms over {args.reps} (min {min(c_times) * 1000:.0f})")
+    print(f"bare app first paint: median {b * 1000:.0f} ms over {args.reps} (min {min(b_times) * 1000:.0f})")
+    ratio = c / b
+    print(f"ratio {ratio:.2f}x (target <= 1.5x): {'ok' if ratio <= 1.5 else 'OVER'}")
+    print(heavy or "heavy modules loaded: (the console did not report)")
+    return 0 if ratio <= 1.5 and heavy.endswith("none") else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
