@@ -72,12 +72,10 @@ def open_console(plan_path: Path, sim_dir: Path | None = None, readonly: bool = 
 
     ctx = ConsoleContext(plan_path=plan_path, plan=plan, journal=journal,
                          sim_dir=Path(sim_dir).resolve() if sim_dir else None, readonly=readonly)
-    app = ConsoleApp(ctx)
+    app = ConsoleApp(ctx, Path(state_dir).resolve() if state_dir else None)
     first_paint_only = bool(os.environ.get(EXIT_AFTER_FIRST_PAINT))
-    message = app.run(headless=first_paint_only)
+    app.run(headless=first_paint_only)  # `q` exits with "N runs keep running: …" as its message
     if first_paint_only:
         heavy = sorted(m for m in HEAVY_MODULES if m in sys.modules)
         print(f"heavy modules loaded: {', '.join(heavy) if heavy else 'none'}")
-    if isinstance(message, str) and message:
-        print(message)  # e.g. "2 runs keep running: …"
     return int(app.return_code or 0)
