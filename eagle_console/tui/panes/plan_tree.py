@@ -37,7 +37,7 @@ class PlanPane(Tree[str]):
         self._plan: Plan | None = None
         self._snapshot: Snapshot | None = None
         self._shape: tuple = ()
-        self._nodes: dict[str, TreeNode[str]] = {}
+        self._item_nodes: dict[str, TreeNode[str]] = {}
 
     # -- what the App calls -----------------------------------------------------------------------------
 
@@ -59,12 +59,12 @@ class PlanPane(Tree[str]):
         now = time.time()
         width = self.size.width or 40
         for phase in plan.phases:
-            node = self._nodes.get(phase.id)
+            node = self._item_nodes.get(phase.id)
             if node is not None:
                 self._set(node, node_label(phase.id, phase.title, statuses[phase.id], phase.priority,
                                            width=width - _CHROME - _GUIDE))
             for step in phase.steps:
-                node = self._nodes.get(step.id)
+                node = self._item_nodes.get(step.id)
                 if node is None:
                     continue
                 status = statuses[step.id]
@@ -81,7 +81,7 @@ class PlanPane(Tree[str]):
         return node.data if node is not None else None
 
     def select_id(self, item_id: str) -> None:
-        node = self._nodes.get(item_id)
+        node = self._item_nodes.get(item_id)
         if node is not None:
             if node.parent is not None and not node.parent.is_root:
                 node.parent.expand()
@@ -96,17 +96,17 @@ class PlanPane(Tree[str]):
 
     def _rebuild(self, plan: Plan) -> None:
         selected = self.selected_id
-        collapsed = {pid for pid, node in self._nodes.items()
+        collapsed = {pid for pid, node in self._item_nodes.items()
                      if node.parent is self.root and not node.is_expanded}
         self.clear()
-        self._nodes = {}
+        self._item_nodes = {}
         for phase in plan.phases:
             pnode = self.root.add(phase.title, data=phase.id, expand=phase.id not in collapsed)
-            self._nodes[phase.id] = pnode
+            self._item_nodes[phase.id] = pnode
             for step in phase.steps:
-                self._nodes[step.id] = pnode.add_leaf(step.title, data=step.id)
+                self._item_nodes[step.id] = pnode.add_leaf(step.title, data=step.id)
         self._shape = _shape(plan)
-        if selected in self._nodes:
+        if selected in self._item_nodes:
             self.call_after_refresh(self.select_id, selected)
         elif plan.phases and plan.phases[0].steps:
             self.call_after_refresh(self.select_id, plan.phases[0].steps[0].id)

@@ -10,6 +10,7 @@ from textual.widgets import Static
 
 
 class ConfirmScreen(ModalScreen[bool]):
+    DEFAULT_CSS = "ConfirmScreen { align: center middle; }"
     BINDINGS = [
         Binding("enter,y", "answer(True)", "Confirm"),
         Binding("escape,n", "answer(False)", "Cancel"),

@@ -29,6 +29,7 @@ def order_text(choice: RollbackChoice, cascade: bool) -> str:
 class RollbackScreen(ModalScreen["bool | None"]):
     """Dismisses with the cascade flag to use (True/False), or None when cancelled."""
 
+    DEFAULT_CSS = "RollbackScreen { align: center middle; }"
     BINDINGS = [
         Binding("enter", "confirm", "Roll back"),
         Binding("c", "toggle_cascade", "Cascade"),
