@@ -97,7 +97,8 @@ def keep_running_line(runs: list[Run]) -> str | None:
         return None
     parts = [f"{r.step_id}{' (rollback)' if r.kind == 'rollback' else ''} pid {r.pid or r.supervisor_pid or '?'}"
              for r in runs]
-    return f"{len(runs)} run{'s' if len(runs) != 1 else ''} keep running: {', '.join(parts)}"
+    verb = "run keeps" if len(runs) == 1 else "runs keep"
+    return f"{len(runs)} {verb} running: {', '.join(parts)}"
 
 
 def event_notice(plan: Plan, event: Event) -> tuple[str, str] | None:

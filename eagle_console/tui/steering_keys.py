@@ -47,6 +47,7 @@ def _pane_or_none(module: str, name: str) -> type | None:
 class SteeringKeys:
     ctx: ConsoleContext
     _seen_event_id: int = 0
+    quit_message: str | None = None
     _notice_lock: threading.Lock
 
     # -- set-up (called from the App's on_mount) ----------------------------------------------------------
@@ -216,6 +217,7 @@ class SteeringKeys:
             line = steering.keep_running_line(steering.running_runs(self.ctx.engine))
         except Exception as exc:  # quitting must always work
             line = f"could not list the runs still going: {exc}"
+        self.quit_message = line  # also printed by Textual once the terminal is restored
         self.call_from_thread(self.exit, 0, 0, line)  # type: ignore[attr-defined]
 
     # -- command palette ---------------------------------------------------------------------------------
