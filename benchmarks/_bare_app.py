@@ -1,9 +1,20 @@
-"""A bare Textual app measured like the console: it exits right after its first paint (headless)."""
+"""A bare Textual app measured like the console: at its first paint it prints its process age and exits."""
 
 from __future__ import annotations
 
+import os
+
 from textual.app import App, ComposeResult
 from textual.widgets import Footer, Static
+
+
+def process_age() -> float:
+    """Seconds since this process started, from /proc (the same clock the console reports with)."""
+    with open("/proc/self/stat", "rb") as f:
+        start_ticks = int(f.read().rsplit(b")", 1)[1].split()[19])
+    with open("/proc/uptime", "rb") as f:
+        uptime = float(f.read().split()[0])
+    return uptime - start_ticks / os.sysconf("SC_CLK_TCK")
 
 
 class BareApp(App[None]):
@@ -12,8 +23,14 @@ class BareApp(App[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.call_after_refresh(self.exit)
+        self.call_after_refresh(self._first_paint)
+
+    def _first_paint(self) -> None:
+        self.age = process_age()
+        self.exit()
 
 
 if __name__ == "__main__":
-    BareApp().run(headless=True)
+    app = BareApp()
+    app.run(headless=True)
+    print(f"first-paint {app.age:.4f}s")

@@ -1,81 +1,67 @@
-"""`eagle-console tui PLAN` and the bare `eagle-console [PLAN]`: open the console.
+"""`eagle-console tui PLAN` (and the bare `eagle-console [PLAN]`): open the console.
 
-Textual is imported only inside `open_console`, so every other command starts without it.
+Textual is imported only inside `open_console`, so the rest of the CLI starts without it. The `demo`
+command (cli/demo_cmds.py) builds its node and plan, then calls `open_console` too.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
-from eagle_console.cli.common import CliError, add_sim, add_state_dir
-
-# Set by the startup benchmark: exit right after the first paint and report heavy modules.
-EXIT_AFTER_FIRST_PAINT = "EAGLE_CONSOLE_EXIT_AFTER_FIRST_PAINT"
-HEAVY_MODULES = ("torch", "safetensors", "numpy")
+from eagle_console.cli.common import CliError, add_sim, add_state_dir, load_plan, open_journal
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "tui", help="open the console on PLAN (the default command: `eagle-console [PLAN]`)",
-        description="The Textual console: the plan tree, GPUs, server/NCCL/output logs; r run, n next, m mark, "
-        "u rollback, K kill orphans, ? help. With no PLAN: the only *.toml in ./plans/.",
+        "tui", help="open the console on PLAN (the default command)",
+        description="The Textual console: the plan tree with live statuses, GPUs, logs. With no PLAN: the only "
+        "*.toml in ./plans/.",
     )
-    p.add_argument("plan", nargs="?", default=None, metavar="PLAN", help="the plan file (TOML)")
+    p.add_argument("plan", nargs="?", metavar="PLAN", help="the plan file (default: the only ./plans/*.toml)")
     p.add_argument("--readonly", action="store_true", help="watch only: every key that changes anything is off")
     add_sim(p)
     add_state_dir(p)
     p.set_defaults(func=cmd_tui)
 
 
-def find_plan(plan_arg: str | None, cwd: Path | None = None) -> Path:
-    """PLAN as given, else the only *.toml in ./plans/; CliError(2) listing the candidates otherwise."""
-    if plan_arg:
-        path = Path(plan_arg)
-        if not path.is_file():
-            raise CliError(f"{plan_arg}: no such plan file")
-        return path
-    folder = (cwd or Path.cwd()) / "plans"
+def default_plan(folder: Path = Path("plans")) -> Path:
+    """The only *.toml in ./plans/, else CliError naming what is there."""
     found = sorted(folder.glob("*.toml")) if folder.is_dir() else []
     if len(found) == 1:
         return found[0]
     if not found:
-        raise CliError("no PLAN given and no plans/*.toml here: eagle-console PLAN (or eagle-console demo)")
-    names = ", ".join(str(p.relative_to(cwd or Path.cwd())) for p in found)
-    raise CliError(f"no PLAN given and plans/ holds {len(found)} plans: pick one: {names}")
+        raise CliError(f"no PLAN given and no *.toml in {folder}/; usage: eagle-console tui PLAN")
+    names = ", ".join(str(f) for f in found)
+    raise CliError(f"no PLAN given and {len(found)} plans in {folder}/: {names}; say which: eagle-console PLAN")
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
     from eagle_console.cli.common import sim_dir
 
-    plan_path = find_plan(args.plan)
-    return open_console(plan_path, sim_dir=sim_dir(args), readonly=args.readonly, state_dir=args.state_dir)
+    plan = Path(args.plan) if args.plan else default_plan()
+    return open_console(plan, state_dir=args.state_dir, readonly=args.readonly, sim_dir=sim_dir(args))
 
 
-def open_console(plan_path: Path, sim_dir: Path | None = None, readonly: bool = False,
-                 state_dir: str | os.PathLike[str] | None = None) -> int:
-    """Load the plan (exit 2 with file:line:col when it does not load), open the console, return its exit code."""
-    from eagle_console.cli.common import load_plan, open_journal
-
-    plan_path = Path(plan_path).resolve()
-    plan = load_plan(plan_path, str(state_dir) if state_dir else None)
-    if sim_dir is not None:
-        os.environ["EAGLE_CONSOLE_SIM"] = str(Path(sim_dir).resolve())  # runs started from here see the sim
-    if state_dir:
-        os.environ["EAGLE_CONSOLE_STATE"] = str(Path(state_dir).resolve())  # and so do live reloads
+def open_console(plan_path: str | os.PathLike[str], *, state_dir: str | None = None, readonly: bool = False,
+                 sim_dir: Path | None = None) -> int:
+    """Load the plan (CliError on a bad one), run the console until quit, say what keeps running."""
+    plan = load_plan(plan_path, state_dir)
+    if sim_dir is not None:  # runs started from this console see the simulated node too
+        os.environ["EAGLE_CONSOLE_SIM"] = str(Path(sim_dir).resolve())
     journal = open_journal(plan)
+    override = state_dir or os.environ.get("EAGLE_CONSOLE_STATE")
+    from eagle_console.tui.app import EXIT_AFTER_FIRST_PAINT, make_app
 
-    from eagle_console.tui.app import ConsoleApp
-    from eagle_console.tui.context import ConsoleContext
-
-    ctx = ConsoleContext(plan_path=plan_path, plan=plan, journal=journal,
-                         sim_dir=Path(sim_dir).resolve() if sim_dir else None, readonly=readonly)
-    app = ConsoleApp(ctx, Path(state_dir).resolve() if state_dir else None)
-    first_paint_only = bool(os.environ.get(EXIT_AFTER_FIRST_PAINT))
-    app.run(headless=first_paint_only)  # `q` exits with "N runs keep running: …" as its message
-    if first_paint_only:
-        heavy = sorted(m for m in HEAVY_MODULES if m in sys.modules)
-        print(f"heavy modules loaded: {', '.join(heavy) if heavy else 'none'}")
-    return int(app.return_code or 0)
+    app = make_app(plan, journal, readonly=readonly, sim_dir=sim_dir,
+                   state_dir_override=Path(override) if override else None)
+    headless = bool(os.environ.get(EXIT_AFTER_FIRST_PAINT))  # the startup benchmark runs without a terminal
+    code = app.run(headless=headless)
+    if app.first_paint is not None:
+        fp = app.first_paint
+        mods = " ".join(f"{m}={'yes' if v else 'no'}" for m, v in fp.modules.items())
+        print(f"first-paint {fp.seconds:.4f}s modules {mods}")
+    # `q` has already said "N runs keep running: …" (App.exit's message, printed once the screen is gone).
+    app.ctx.journal.close()
+    return int(code or 0)

@@ -1,0 +1,63 @@
+"""The console on the demo node at 120x36 and at 80x24: it renders the whole plan and the frame.
+
+With EAGLE_CONSOLE_WRITE_SCREENSHOT=1 the 120x36 screen is saved as docs/screenshot.svg.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("textual")
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+@pytest.fixture
+def demo(tmp_path, monkeypatch):
+    from eagle_console.demo.build import build_demo, stop_leftovers
+
+    monkeypatch.setenv("EAGLE_CONSOLE_KILL_GRACE", "1")
+    plan_path = build_demo(tmp_path)
+    monkeypatch.setenv("EAGLE_CONSOLE_SIM", str(tmp_path / "sim"))
+    yield plan_path, tmp_path / "sim"
+    stop_leftovers(tmp_path)
+
+
+def open_demo(plan_path: Path, sim: Path):
+    from eagle_console.journal import Journal
+    from eagle_console.plan.loader import load_plan
+    from eagle_console.tui.app import make_app
+
+    plan = load_plan(plan_path)
+    return make_app(plan, Journal.for_plan(plan), sim_dir=sim), plan
+
+
+@pytest.mark.parametrize("size", [(120, 36), (80, 24)])
+def test_the_demo_renders_every_step(demo, size, tmp_path):
+    from eagle_console.tui.panes.plan_tree import PlanPane
+
+    app, plan = open_demo(*demo)
+    shot = tmp_path / f"shot-{size[0]}x{size[1]}.svg"
+
+    async def main() -> None:
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause(1.0)  # the first journal poll and the panes' first samples
+            pane = app.query_one(PlanPane)
+            for step in plan.steps():
+                assert step.id in pane._item_nodes
+                text = str(pane._item_nodes[step.id].label)
+                assert text.startswith("○") and step.id in text
+                # at 80 columns the title is ellipsised, never wrapped or cut mid-marker
+                assert len(text) <= pane.size.width, text
+            assert plan.id in str(app.query_one("#header").content)
+            app.save_screenshot(filename=shot.name, path=str(shot.parent))
+            if size == (120, 36) and os.environ.get("EAGLE_CONSOLE_WRITE_SCREENSHOT"):
+                app.save_screenshot(filename="screenshot.svg", path=str(DOCS))
+
+    asyncio.run(main())
+    svg = shot.read_text()
+    assert "<svg" in svg and "eagle" in svg
