@@ -1,0 +1,56 @@
+"""How a step or phase reads in the Plan tree: glyph, id, title (ellipsised), priority, elapsed, unmet needs."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+GLYPHS = {
+    "completed": "✔", "in_progress": "◐", "pending": "○", "failed": "✖", "skipped": "⊘", "rolled_back": "↺",
+}
+STATUS_STYLE = {
+    "completed": "green", "in_progress": "yellow", "pending": "", "failed": "bold red",
+    "skipped": "dim", "rolled_back": "magenta",
+}
+PRIORITY_MARK = {"high": "!", "medium": " ", "low": "↓"}
+UNMET_MARK = "⇠"  # waits on a step that is not completed yet
+RUNNING_MARK = "⟳"
+
+
+def elapsed_text(seconds: float) -> str:
+    """`12m04s`, `1h02m`, `45s`: short enough to sit beside a title at 80 columns."""
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+
+
+def ellipsise(text: str, width: int) -> str:
+    if width <= 0:
+        return ""
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+
+
+def node_label(item_id: str, title: str, status: str, priority: str, *, width: int,
+               elapsed: float | None = None, unmet: bool = False) -> Text:
+    """One tree line fitted to `width` cells; the title gives way first, the status and timer never do."""
+    glyph = GLYPHS.get(status, "?")
+    tail = ""
+    if elapsed is not None:
+        tail = f"  {RUNNING_MARK} {elapsed_text(elapsed)}"
+    if unmet:
+        tail += f" {UNMET_MARK}"
+    head = f"{glyph} {PRIORITY_MARK.get(priority, ' ')}{item_id} "
+    room = width - len(head) - len(tail)
+    label = Text()
+    label.append(glyph, style=STATUS_STYLE.get(status, ""))
+    label.append(" ")
+    label.append(PRIORITY_MARK.get(priority, " "), style="bold red" if priority == "high" else "dim")
+    label.append(f"{item_id} ", style="bold")
+    label.append(ellipsise(title, max(room, 8)), style="dim" if status in ("skipped", "completed") else "")
+    if elapsed is not None:
+        label.append(f"  {RUNNING_MARK} {elapsed_text(elapsed)}", style="yellow")
+    if unmet:
+        label.append(f" {UNMET_MARK}", style="cyan")
+    return label

@@ -1,0 +1,35 @@
+"""The Note modal: one line of text (a decision, an observation) for the selected step."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, Label
+
+
+class NoteScreen(ModalScreen["str | None"]):
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, step_id: str, title: str) -> None:
+        super().__init__()
+        self.step_id, self.step_title = step_id, title
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Label(f"Note on {self.step_id} — {self.step_title}", id="dialog-title")
+            yield Input(placeholder="a decision or an observation — Enter to save, Esc to cancel", id="note")
+
+    def on_mount(self) -> None:
+        self.query_one("#note", Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        if text:
+            self.dismiss(text)
+        else:
+            self.notify("the note is empty", severity="warning")
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
