@@ -28,8 +28,7 @@ from eagle_console.tui.commands import ConsoleCommands
 from eagle_console.tui.context import ConsoleContext
 from eagle_console.tui.live import PlanLoad, Snapshot, read_snapshot, reload_plan, stamp
 from eagle_console.tui.panes.detail import DetailLine
-from eagle_console.tui.panes.gpus import GpuPane
-from eagle_console.tui.panes.logs import TABS, LogTabs
+from eagle_console.tui.panes.logs import GPU_PANE, TABS, LogTabs, build_pane
 from eagle_console.tui.panes.plan_tree import PlanPane
 from eagle_console.tui.steering_keys import STEERING_BINDINGS, STEERING_MUTATING, SteeringKeys
 
@@ -40,6 +39,7 @@ if TYPE_CHECKING:
 EXIT_AFTER_FIRST_PAINT = "EAGLE_CONSOLE_EXIT_AFTER_FIRST_PAINT"
 JOURNAL_POLL_S = 0.25
 PLAN_POLL_S = 0.5
+RECONCILE_S = 3.0
 # Actions that change the journal, the node or the plan's state: hidden and refused under --readonly.
 # Issues 3/4 add run, next, rollback, kill_orphans here (keys r n u K) and their bodies call tui.actions.
 MUTATING = frozenset({"mark", "note"}) | STEERING_MUTATING
@@ -90,7 +90,7 @@ class ConsoleApp(SteeringKeys, App[int]):
         Binding("m", "mark", "Mark"),
         Binding("e", "note", "Note"),
         *STEERING_BINDINGS[3:],
-        *[Binding(str(i), f"tab('{tab_id}')", title, show=False) for i, (tab_id, title, _) in enumerate(TABS, 1)],
+        *[Binding(str(i), f"tab('{tab_id}')", title, show=False) for i, (tab_id, title, *_) in enumerate(TABS, 1)],
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),
     ]
@@ -115,8 +115,8 @@ class ConsoleApp(SteeringKeys, App[int]):
         with Horizontal(id="main"):
             yield PlanPane(id="plan")
             with Vertical(id="right"):
-                yield GpuPane(id="gpus")
-                yield LogTabs(id="logs")
+                yield build_pane(self.ctx, *GPU_PANE, "GPUs", id="gpus")
+                yield LogTabs(self.ctx, id="logs")
         yield DetailLine("", id="detail")
         yield Footer()
 
@@ -135,7 +135,7 @@ class ConsoleApp(SteeringKeys, App[int]):
         self.query_one(PlanPane).focus()
         self.steering_mount()
         self.set_interval(1.0, self._tick)  # elapsed time of running steps
-        self._poll()
+        self.call_after_refresh(self._poll)
         if os.environ.get(EXIT_AFTER_FIRST_PAINT):
             self.call_after_refresh(self._exit_after_first_paint)
 
@@ -158,10 +158,14 @@ class ConsoleApp(SteeringKeys, App[int]):
         journal = self.ctx.journal
         plan_stamp = stamp(path)
         next_plan_check = time.monotonic() + PLAN_POLL_S
+        next_reconcile = time.monotonic()
         while not worker.is_cancelled:
             try:
                 if self.ctx.journal is not journal:
                     journal, last_id = self.ctx.journal, None
+                if time.monotonic() >= next_reconcile:  # runs whose supervisor died become `lost`
+                    next_reconcile = time.monotonic() + RECONCILE_S
+                    self.ctx.engine.reconcile()
                 if journal.last_event_id() != last_id:
                     snap = read_snapshot(journal)
                     last_id = snap.event_id
@@ -222,6 +226,7 @@ class ConsoleApp(SteeringKeys, App[int]):
     def _highlighted(self, event: Tree.NodeHighlighted) -> None:
         self.ctx.selected_step_id = event.node.data
         self._show_detail()
+        self.steering_selected(self.ctx.selected_step_id)
         for pane in self.query("*"):
             if hasattr(pane, "step_selected"):
                 pane.step_selected(self.ctx.selected_step_id)
@@ -310,7 +315,7 @@ class ConsoleApp(SteeringKeys, App[int]):
             if binding.action.startswith("tab("):
                 continue
             keys.append((key, binding.description))
-        keys.append(("1…5", " / ".join(title for _, title, _ in TABS) + " tab"))
+        keys.append(("1…5", " / ".join(title for _, title, *_ in TABS) + " tab"))
         keys.extend(EXTRA_KEYS)
         self.push_screen(HelpScreen(keys, self.readonly))
 

@@ -188,6 +188,21 @@ class SteeringKeys:
             return
         pane.open_filter()
 
+    # -- the Detail line's drafter findings (files read off the loop) ---------------------------------------
+
+    def steering_selected(self, item_id: str | None) -> None:
+        step = self.ctx.plan.step(item_id) if item_id else None
+        uses = {a.uses for a in (step.check, step.action) if a and a.kind == "builtin"} if step else set()
+        if uses & {"drafter.check", "drafter.compare_vocab"}:
+            self._drafter_worker(item_id)
+
+    @work(thread=True, group="drafter", exclusive=True, exit_on_error=False)
+    def _drafter_worker(self, item_id: str) -> None:
+        from eagle_console.tui.panes.detail import DetailLine, drafter_lines
+
+        lines = drafter_lines(self.ctx.plan, item_id)
+        self.call_from_thread(lambda: self.query_one(DetailLine).show_extra(item_id, lines))  # type: ignore[attr-defined]
+
     # -- notifications ----------------------------------------------------------------------------------
 
     def steering_journal_changed(self) -> None:

@@ -1,23 +1,49 @@
-"""The tabbed log side: Server / NCCL / Output / Extraction / Results. Each tab is a frame for now,
-saying honestly which issue fills it; the tab ids are fixed so later panes replace the placeholders."""
+"""The right-hand panes: GPUs on top, and the tabs Server / NCCL / Output / Extraction / Results.
+
+The panes engineer's widgets are constructed as `Pane(ctx)`; until a module exists its place shows one line
+saying which issue brings it, so the console runs either way.
+"""
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING
+
 from textual.app import ComposeResult
+from textual.widget import Widget
 from textual.widgets import Static, TabbedContent, TabPane
 
-# (tab id, title, what the placeholder says) in key order: `1`…`5` switch to them.
-TABS: tuple[tuple[str, str, str], ...] = (
-    ("server", "Server", "Server log pane arrives with issue 3 (runs and services)"),
-    ("nccl", "NCCL", "NCCL summary pane arrives with issue 5 (NCCL and server logs)"),
-    ("output", "Output", "Step output pane arrives with issue 3 (runs and services)"),
-    ("extraction", "Extraction", "Extraction progress pane arrives with issue 6 (extraction watch)"),
-    ("results", "Results", "Results pane arrives with issue 3 (runs and recorded results)"),
+if TYPE_CHECKING:
+    from eagle_console.tui.context import ConsoleContext
+
+# (tab id, title, module, class, issue) in key order: `1`…`5` switch to them.
+TABS: tuple[tuple[str, str, str, str, int], ...] = (
+    ("server", "Server", "eagle_console.tui.panes.server", "ServerPane", 3),
+    ("nccl", "NCCL", "eagle_console.tui.panes.nccl", "NcclPane", 5),
+    ("output", "Output", "eagle_console.tui.panes.output", "OutputPane", 3),
+    ("extraction", "Extraction", "eagle_console.tui.panes.extraction", "ExtractionPane", 6),
+    ("results", "Results", "eagle_console.tui.panes.results", "ResultsPane", 3),
 )
+GPU_PANE = ("eagle_console.tui.panes.gpus", "GpuPane", 4)
+
+
+def build_pane(ctx: ConsoleContext, module: str, name: str, issue: int, title: str, **kwargs) -> Widget:
+    """`name(ctx)` from `module`, or a one-line placeholder while that module does not exist yet."""
+    try:
+        cls = getattr(importlib.import_module(module), name)
+    except ModuleNotFoundError as exc:
+        if exc.name != module:
+            raise  # the pane exists but something it imports is missing: that is a bug to see
+        return Static(f"{title} pane arrives with issue {issue}", classes="placeholder", **kwargs)
+    return cls(ctx, **kwargs)
 
 
 class LogTabs(TabbedContent):
+    def __init__(self, ctx: ConsoleContext, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.ctx = ctx
+
     def compose(self) -> ComposeResult:
-        for tab_id, title, text in TABS:
+        for tab_id, title, module, name, issue in TABS:
             with TabPane(title, id=tab_id):
-                yield Static(text, classes="placeholder")
+                yield build_pane(self.ctx, module, name, issue, title)
