@@ -28,7 +28,7 @@ from eagle_console.tui.commands import ConsoleCommands
 from eagle_console.tui.context import ConsoleContext
 from eagle_console.tui.live import PlanLoad, Snapshot, read_snapshot, reload_plan, stamp
 from eagle_console.tui.panes.detail import DetailLine
-from eagle_console.tui.panes.logs import GPU_PANE, TABS, LogTabs, build_pane
+from eagle_console.tui.panes.logs import GPU_PANE, TABS, build_pane, compose_tabs
 from eagle_console.tui.panes.plan_tree import PlanPane
 from eagle_console.tui.steering_keys import STEERING_BINDINGS, STEERING_MUTATING, SteeringKeys
 
@@ -116,7 +116,7 @@ class ConsoleApp(SteeringKeys, App[int]):
             yield PlanPane(id="plan")
             with Vertical(id="right"):
                 yield build_pane(self.ctx, *GPU_PANE, "GPUs", id="gpus")
-                yield LogTabs(self.ctx, id="logs")
+                yield from compose_tabs(self.ctx, id="logs")
         yield DetailLine("", id="detail")
         yield Footer()
 

@@ -38,12 +38,9 @@ def build_pane(ctx: ConsoleContext, module: str, name: str, issue: int, title: s
     return cls(ctx, **kwargs)
 
 
-class LogTabs(TabbedContent):
-    def __init__(self, ctx: ConsoleContext, **kwargs) -> None:
-        super().__init__(**kwargs)
-        self.ctx = ctx
-
-    def compose(self) -> ComposeResult:
+def compose_tabs(ctx: ConsoleContext, **kwargs) -> ComposeResult:
+    """Yield the tabs from the App's compose (a TabbedContent subclass overriding compose loses its tabs)."""
+    with TabbedContent(**kwargs):
         for tab_id, title, module, name, issue in TABS:
             with TabPane(title, id=tab_id):
-                yield build_pane(self.ctx, module, name, issue, title)
+                yield build_pane(ctx, module, name, issue, title)

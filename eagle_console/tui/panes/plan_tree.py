@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 # Cells a tree line spends before the label: cursor/guide indent per level, scrollbar, border.
 _GUIDE = 4
-_CHROME = 4
+_CHROME = 3  # two border cells and the vertical scrollbar
 
 
 def _shape(plan: Plan) -> tuple:
@@ -62,7 +62,7 @@ class PlanPane(Tree[str]):
             node = self._item_nodes.get(phase.id)
             if node is not None:
                 self._set(node, node_label(phase.id, phase.title, statuses[phase.id], phase.priority,
-                                           width=width - _CHROME - _GUIDE))
+                                           width=width - _CHROME - 2))  # the ▼ and a space
             for step in phase.steps:
                 node = self._item_nodes.get(step.id)
                 if node is None:
@@ -73,7 +73,7 @@ class PlanPane(Tree[str]):
                            else None)
                 unmet = status not in ("completed", "skipped") and bool(unmet_needs(plan, step, step_status))
                 self._set(node, node_label(step.id, step.title, status, step.priority,
-                                           width=width - _CHROME - 2 * _GUIDE, elapsed=elapsed, unmet=unmet))
+                                           width=width - _CHROME - _GUIDE, elapsed=elapsed, unmet=unmet))
 
     @property
     def selected_id(self) -> str | None:
