@@ -61,3 +61,40 @@ def test_the_demo_renders_every_step(demo, size, tmp_path):
     asyncio.run(main())
     svg = shot.read_text()
     assert "<svg" in svg and "eagle" in svg
+
+
+def test_detail_shows_drafter_findings_and_vocab_comparison(demo):
+    from eagle_console.tui.panes.detail import DetailLine
+    from eagle_console.tui.panes.plan_tree import PlanPane
+
+    app, plan = open_demo(*demo)
+
+    async def main() -> None:
+        async with app.run_test(size=(120, 36)) as pilot:
+            await pilot.pause()
+            detail = app.query_one(DetailLine)
+            for step_id, expected in (("0.2", "drafter check"), ("0.2b", "vocab:")):
+                app.query_one(PlanPane).select_id(step_id)
+                for _ in range(200):
+                    await pilot.pause(0.05)
+                    if expected in str(detail.content):
+                        break
+                text = str(detail.content)
+                assert text.startswith(step_id) and expected in text, text
+
+    asyncio.run(main())
+
+
+def test_palette_offers_run_rollback_kill_and_export(demo):
+    app, plan = open_demo(*demo)
+
+    async def main() -> None:
+        async with app.run_test(size=(120, 36)):
+            texts = [t for t, _, _ in app.steering_entries()]
+            assert "Run step 0.1 " + plan.step("0.1").title in texts
+            assert any(t.startswith("Roll back 0 ") for t in texts)
+            assert "Kill orphaned GPU workers" in texts
+            app.ctx.readonly = True
+            assert app.steering_entries() == []
+
+    asyncio.run(main())
