@@ -79,12 +79,13 @@ def undo_item(engine: Engine, step: Step, force: bool = False) -> UndoItem:
     plan = engine.plan
     run = engine.journal.latest_run(step.id)
     stop = None
-    if run and run.service and not run.finished and run.sid:
+    # A service, or an action still running (an extraction, say), is stopped before it is undone.
+    if run and not run.finished and run.sid:
         stop = {"run_id": run.id, "pid": run.pid, "pgid": run.pgid, "sid": run.sid}
     if step.rollback is not None:
         argv = action_argv(plan, step, step.rollback, "rollback", force=force)
         what = f"rollback: {step.rollback.describe()}"
-        return UndoItem(step.id, ("stop the service, then " if stop else "") + what, argv, stop)
+        return UndoItem(step.id, ("stop it, then " if stop else "") + what, argv, stop)
     if step.action is None:
         return UndoItem(step.id, "manual step: marked rolled back (nothing to execute)", mark_only=True)
     if step.action.kind == "builtin" and step.action.uses:
