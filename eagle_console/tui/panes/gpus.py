@@ -1,0 +1,166 @@
+"""The GPUs pane: one row per GPU, then every GPU process with its class and owner.
+
+A thread worker samples the backend (NVML / sim / none) and scans /proc for holders once a second;
+the event loop only swaps two Text renderables, and only when they changed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from eagle_console.tui.panes._logview import Poller
+
+if TYPE_CHECKING:
+    from eagle_console.node.gpus import GpuBackend, GpuSample, NodeSample
+    from eagle_console.node.procs import Holder
+    from eagle_console.tui.context import ConsoleContext
+
+REFRESH_S = 1.0
+BAR = 12
+NA = "N/A"
+
+
+@dataclass
+class GpuReading:
+    sample: NodeSample
+    holders: list[Holder]
+
+
+def read_gpus(backend: GpuBackend, ctx: ConsoleContext) -> GpuReading:
+    """One blocking reading: the backend's sample plus the classified holders (runs in a worker)."""
+    from eagle_console.node.procs import scan_holders, tracked_runs_for
+
+    sample = backend.sample()
+    holders = scan_holders(sample, tracked_runs_for(ctx.plan), device_prefix=backend.device_prefix)
+    return GpuReading(sample, holders)
+
+
+def short_name(name: str | None) -> str:
+    if not name:
+        return NA
+    for prefix in ("NVIDIA ", "Tesla "):
+        name = name.replace(prefix, "")
+    return name.replace(" Blackwell", "").replace(" Workstation Edition", "")[:16]
+
+
+def _num(value: float | None, fmt: str) -> str:
+    return NA if value is None else format(value, fmt)
+
+
+def _gib(mib: float | None) -> float | None:
+    return None if mib is None else mib / 1024
+
+
+def mem_bar(used: float | None, total: float | None, width: int = BAR) -> Text:
+    if used is None or not total:
+        return Text("?" * width, style="dim")
+    frac = max(0.0, min(1.0, used / total))
+    full = round(frac * width)
+    style = "red" if frac > 0.9 else "yellow" if frac > 0.6 else "green"
+    return Text("█" * full, style=style) + Text("░" * (width - full), style="dim")
+
+
+def gpu_row(g: GpuSample) -> Text:
+    mem = f"{_num(_gib(g.memory_used_mib), '.1f')}/{_num(_gib(g.memory_total_mib), '.1f')} GiB"
+    util = f"{_num(g.utilization_pct, '.0f')}%" if g.utilization_pct is not None else NA
+    temp = f"{_num(g.temperature_c, '.0f')}°C" if g.temperature_c is not None else NA
+    power = f"{_num(g.power_w, '.0f')}/{_num(g.power_limit_w, '.0f')}W"
+    link = f"Gen{g.pcie_gen}x{g.pcie_width}" if g.pcie_gen and g.pcie_width else "PCIe N/A"
+    row = Text(f"{g.index:<2}{short_name(g.name):<16} ")
+    row += mem_bar(g.memory_used_mib, g.memory_total_mib)
+    row += Text(f" {mem:>15} {util:>4} {temp:>5} {power:>9} {link}")
+    return row
+
+
+def holders_table(holders: list[Holder]) -> Text:
+    out = Text("PID      GPU  MiB     CLASS    OWNER  COMMAND\n", style="bold")
+    if not holders:
+        return out + Text("no GPU processes", style="dim")
+    for h in holders:
+        gpus = ",".join(map(str, h.gpus)) or "-"
+        mib = f"{h.used_mib:.0f}" if h.used_mib is not None else "fd"
+        command = h.command[:60]
+        if h.cls == "orphan" and h.reason:
+            command = f"{command}  ← {h.reason}"
+        elif not h.in_namespace:
+            command = f"{command} (not in this PID namespace)"
+        style = {"orphan": "bold red", "tracked": "green"}.get(h.cls, "")
+        out += Text(f"{h.pid:<8} {gpus:<4} {mib:>7} {h.cls:<8} {h.owner or '—':<6} {command}\n", style=style)
+    out.rstrip()
+    return out
+
+
+def render_reading(reading: GpuReading) -> tuple[Text, Text]:
+    sample = reading.sample
+    if sample.backend == "none" or (sample.error and not sample.gpus):
+        head = Text(f"No GPUs: {sample.error or 'no NVIDIA driver'}", style="yellow")
+    else:
+        head = Text("\n").join(gpu_row(g) for g in sample.gpus)
+        if sample.error:
+            head += Text(f"\n{sample.error}", style="yellow")
+    return head, holders_table(reading.holders)
+
+
+class GpuPane(VerticalScroll):
+    """`GpuPane(ctx)`: refreshes itself every second off the event loop; `last` is the latest reading."""
+
+    BORDER_TITLE = "GPUs"
+    DEFAULT_CSS = """
+    GpuPane { height: 1fr; }
+    GpuPane > #gpu-rows { height: auto; }
+    GpuPane > #gpu-procs { height: auto; margin-top: 1; }
+    """
+
+    def __init__(self, ctx: ConsoleContext, *, refresh_s: float = REFRESH_S, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.ctx = ctx
+        self.refresh_s = refresh_s
+        self.backend: GpuBackend | None = None
+        self.last: GpuReading | None = None
+        self.polls = 0
+        self._shown: tuple[str, str] = ("", "")
+        self.poller = Poller(self, refresh_s, self._read, self._show, self._failed, name="gpu-poll")
+
+    def compose(self):
+        yield Static("reading GPUs…", id="gpu-rows")
+        yield Static("", id="gpu-procs")
+
+    def on_mount(self) -> None:
+        self.poller.start()
+
+    def on_unmount(self) -> None:
+        self.poller.stop()
+        if self.backend is not None:
+            self.backend.close()
+
+    def refresh_now(self) -> None:
+        """Read again at once (after a kill, a run starting)."""
+        self.poller.poke()
+
+    def plan_reloaded(self) -> None:
+        self.poller.poke()
+
+    def _read(self) -> GpuReading:
+        if self.backend is None:
+            from eagle_console.node.gpus import open_backend
+
+            self.backend = open_backend(self.ctx.sim_dir)
+        return read_gpus(self.backend, self.ctx)
+
+    def _show(self, reading: GpuReading) -> None:
+        self.last = reading
+        self.polls += 1
+        head, procs = render_reading(reading)
+        key = (head.plain, procs.plain)
+        if key != self._shown:  # idle node: nothing to repaint
+            self._shown = key
+            self.query_one("#gpu-rows", Static).update(head)
+            self.query_one("#gpu-procs", Static).update(procs)
+
+    def _failed(self, exc: BaseException) -> None:
+        self.query_one("#gpu-rows", Static).update(Text(f"GPU reading failed: {exc}", style="red"))

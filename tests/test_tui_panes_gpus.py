@@ -1,0 +1,115 @@
+"""The GPUs pane in a tiny App on a simulated node: GPU rows, holders with orphans flagged, no driver."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from enginekit import write_plan
+
+from eagle_console.journal import Journal
+from eagle_console.plan.loader import load_plan
+from eagle_console.sim import gpustate
+from eagle_console.sim.orphans import leave_orphans
+from eagle_console.tui.context import ConsoleContext
+
+pytest.importorskip("textual")
+from textual.app import App  # noqa: E402
+
+from eagle_console.tui.panes.gpus import GpuPane  # noqa: E402
+
+PLAN = '[[phase]]\nid = "0"\ntitle = "p"\n\n[[phase.step]]\nid = "0.1"\ntitle = "echo"\nrun = "echo hi"\n'
+
+
+def stop_pids(pids: list[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    psutil.wait_procs([p for p in map(_proc, pids) if p], timeout=5)
+
+
+def _proc(pid: int) -> psutil.Process | None:
+    try:
+        return psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return None
+
+
+def make_ctx(tmp_path: Path, sim: Path | None) -> ConsoleContext:
+    path = write_plan(tmp_path, PLAN)
+    plan = load_plan(path)
+    return ConsoleContext(plan_path=path, plan=plan, journal=Journal.for_plan(plan), sim_dir=sim)
+
+
+class PaneApp(App):
+    def __init__(self, ctx: ConsoleContext) -> None:
+        super().__init__()
+        self.ctx = ctx
+
+    def compose(self):
+        yield GpuPane(self.ctx, id="gpus")
+
+
+async def until(pilot, predicate, timeout: float = 15.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        await pilot.pause(0.05)
+    raise AssertionError(f"{what} not met within {timeout}s")
+
+
+@pytest.fixture
+def sim_orphans(tmp_path, monkeypatch, request):
+    monkeypatch.delenv("EAGLE_CONSOLE_GPU_BACKEND", raising=False)
+    sim = tmp_path / "sim"
+    gpustate.create_node(sim)
+    pids = leave_orphans(sim, 2)
+    request.addfinalizer(lambda: stop_pids(pids))
+    return sim, pids
+
+
+def test_gpu_rows_and_orphans_on_the_sim_node(tmp_path, sim_orphans):
+    sim, pids = sim_orphans
+    app = PaneApp(make_ctx(tmp_path, sim))
+
+    async def main() -> None:
+        async with app.run_test(size=(120, 40)) as pilot:
+            pane = app.query_one(GpuPane)
+            await until(pilot, lambda: pane.last is not None, what="first GPU reading")
+            rows = str(pane.query_one("#gpu-rows").render())
+            procs = str(pane.query_one("#gpu-procs").render())
+            assert rows.count("RTX PRO 6000") == 8
+            assert "Gen5x16" in rows and "6.0/" in rows  # 6120 MiB held on GPUs 3 and 5
+            for pid in pids:
+                line = next(ln for ln in procs.splitlines() if ln.startswith(str(pid)))
+                assert "orphan" in line and "6120" in line
+            # memory freed shows on the next refresh, without touching the pane
+            stop_pids(pids)
+            await until(pilot, lambda: all(str(p) not in str(pane.query_one("#gpu-procs").render())
+                                           for p in pids), what="holders gone")
+            assert all(g.memory_used_mib == 0 for g in pane.last.sample.gpus)
+
+    asyncio.run(main())
+
+
+def test_no_driver_is_one_line_and_the_pane_keeps_polling(tmp_path, monkeypatch):
+    monkeypatch.setenv("EAGLE_CONSOLE_GPU_BACKEND", "none")
+    app = PaneApp(make_ctx(tmp_path, None))
+
+    async def main() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            pane = app.query_one(GpuPane)
+            await until(pilot, lambda: pane.polls >= 2, what="two polls")
+            rows = str(pane.query_one("#gpu-rows").render())
+            assert rows.startswith("No GPUs:") and "none" in rows and "\n" not in rows
+
+    asyncio.run(main())
