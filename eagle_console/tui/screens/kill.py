@@ -1,0 +1,264 @@
+"""`K`: kill orphaned GPU workers. Lists every holder (orphans preselected), what will be signalled,
+then SIGTERM → grace countdown → SIGKILL in a worker, and the result (killed, survivors, MiB freed).
+
+The scan and the kill run in thread workers; the countdown comes back through `call_from_thread`.
+Holders that `kill.refusal` protects (PID 1, the console and its ancestors, other users, other PID
+namespaces) are shown with the reason and cannot be selected.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Static
+
+if TYPE_CHECKING:
+    from eagle_console.node.gpus import GpuBackend
+    from eagle_console.node.procs import Holder
+    from eagle_console.tui.context import ConsoleContext
+
+GRACE_ENV = "EAGLE_CONSOLE_KILL_GRACE"
+DEFAULT_GRACE_S = 10.0
+
+
+def kill_grace() -> float:
+    """The grace between SIGTERM and SIGKILL: EAGLE_CONSOLE_KILL_GRACE (seconds, `10` or `10s`) or 10."""
+    raw = os.environ.get(GRACE_ENV, "").strip().removesuffix("s")
+    try:
+        return max(0.0, float(raw)) if raw else DEFAULT_GRACE_S
+    except ValueError:
+        return DEFAULT_GRACE_S
+
+
+def memory_by_gpu(holders: list[Holder]) -> dict[int, float]:
+    out: dict[int, float] = {}
+    for h in holders:
+        for g, mib in h.used_by_gpu.items():
+            out[g] = out.get(g, 0.0) + mib
+    return out
+
+
+def result_text(report: dict[str, Any]) -> Text:
+    killed, survivors = report.get("killed", []), report.get("survivors", [])
+    freed = report.get("freed_mib", {})
+    out = Text(f"killed {len(killed)}: {' '.join(map(str, killed)) or '-'}\n", style="bold green" if killed else "")
+    if survivors:
+        out += Text(f"SURVIVORS {len(survivors)}: {' '.join(map(str, survivors))}\n", style="bold red")
+    if report.get("gone"):
+        out += Text(f"already gone: {' '.join(map(str, report['gone']))}\n", style="dim")
+    for r in report.get("refused", []):
+        out += Text(f"not signalled {r['pid']}: {r['reason']}\n", style="yellow")
+    total = sum(freed.values())
+    per_gpu = ", ".join(f"GPU {g}: {mib:.0f} MiB" for g, mib in sorted(freed.items(), key=lambda kv: int(kv[0])))
+    out += Text(f"freed {total:.0f} MiB" + (f" ({per_gpu})" if per_gpu else ""))
+    return out
+
+
+class KillScreen(ModalScreen[dict | None]):
+    """Dismisses with the journaled report, or None when nothing was killed."""
+
+    DEFAULT_CSS = """
+    KillScreen { align: center middle; }
+    KillScreen > #kill-dialog {
+        width: 110; max-width: 98%; height: auto; max-height: 90%;
+        border: thick $error; background: $surface; padding: 0 1;
+    }
+    KillScreen #kill-title { text-style: bold; }
+    KillScreen DataTable { height: auto; max-height: 16; }
+    KillScreen #kill-plan { margin-top: 1; }
+    KillScreen #kill-progress { color: $warning; text-style: bold; }
+    KillScreen .hint { color: $text-muted; }
+    """
+    BINDINGS = [
+        Binding("space", "toggle", "Select", priority=True),
+        Binding("enter", "kill", "Kill selected", priority=True),
+        Binding("escape", "close", "Close"),
+        Binding("q", "close", "Close", show=False),
+    ]
+
+    def __init__(self, ctx: ConsoleContext, grace: float | None = None) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.grace = kill_grace() if grace is None else grace
+        self.holders: list[Holder] = []
+        self.refused: dict[int, str] = {}
+        self.selected: set[int] = set()
+        self.state = "scanning"  # scanning | choosing | killing | done
+        self.report: dict[str, Any] | None = None
+        self._backend: GpuBackend | None = None
+
+    def compose(self):
+        with Vertical(id="kill-dialog"):
+            yield Static("Kill GPU processes", id="kill-title")
+            yield Static("scanning GPU holders…", id="kill-summary")
+            table: DataTable = DataTable(id="kill-table", cursor_type="row", zebra_stripes=True)
+            yield table
+            yield Static("", id="kill-plan")
+            yield Static("", id="kill-progress")
+            yield Static("space select · enter send SIGTERM · esc close", classes="hint", id="kill-hint")
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for label, key in (("", "sel"), ("PID", "pid"), ("GPU", "gpu"), ("MiB", "mib"), ("CLASS", "cls"),
+                           ("OWNER", "owner"), ("COMMAND / why", "cmd")):
+            table.add_column(label, key=key)
+        table.focus()
+        self.run_worker(self._scan, thread=True, group="kill-scan", exit_on_error=False)
+
+    # ---- scan ------------------------------------------------------------------------------------
+
+    def _scan(self) -> None:
+        from eagle_console.node.gpus import open_backend
+        from eagle_console.node.kill import protected_pids, refusal
+        from eagle_console.node.procs import scan_holders, tracked_runs_for
+
+        try:
+            self._backend = open_backend(self.ctx.sim_dir)
+            sample = self._backend.sample()
+            holders = scan_holders(sample, tracked_runs_for(self.ctx.plan), device_prefix=self._backend.device_prefix)
+            protected = protected_pids()
+            refused = {h.pid: why for h in holders if (why := refusal(h, (), protected))}
+            note = sample.error if sample.backend == "none" else None
+        except Exception as exc:  # show it in the dialog instead of crashing the console
+            self.app.call_from_thread(self._show_error, f"cannot scan GPU holders: {exc}")
+            return
+        self.app.call_from_thread(self._show_holders, holders, refused, note)
+
+    def _show_error(self, message: str) -> None:
+        self.state = "done"
+        self.query_one("#kill-summary", Static).update(Text(message, style="red"))
+
+    def _show_holders(self, holders: list[Holder], refused: dict[int, str], note: str | None) -> None:
+        self.holders, self.refused = holders, refused
+        self.selected = {h.pid for h in holders if h.cls == "orphan" and h.pid not in refused}
+        table = self.query_one(DataTable)
+        for h in holders:
+            why = refused.get(h.pid)
+            cmd = h.command[:50] + (f"  ← {h.reason}" if h.cls == "orphan" and h.reason else "")
+            if why:
+                cmd = f"{h.command[:40]}  ✗ {why}"
+            style = "bold red" if h.cls == "orphan" else "dim" if why else ""
+            table.add_row(self._mark(h.pid), Text(str(h.pid), style=style), ",".join(map(str, h.gpus)) or "-",
+                          f"{h.used_mib:.0f}" if h.used_mib is not None else "fd", Text(h.cls, style=style),
+                          h.owner or "—", Text(cmd, style=style), key=str(h.pid))
+        self.state = "choosing"
+        by_gpu = memory_by_gpu(holders)
+        mem = ", ".join(f"GPU {g}: {mib:.0f} MiB" for g, mib in sorted(by_gpu.items())) or "no GPU memory held"
+        summary = f"{len(holders)} GPU holders · {mem}"
+        if note:
+            summary += f" · {note}"
+        if not holders:
+            summary = "No GPU holders: nothing to kill." + (f" ({note})" if note else "")
+        self.query_one("#kill-summary", Static).update(summary)
+        self._show_plan()
+
+    def _mark(self, pid: int) -> Text:
+        if pid in self.refused:
+            return Text("✗", style="dim")
+        return Text("[x]", style="bold red") if pid in self.selected else Text("[ ]")
+
+    def _show_plan(self) -> None:
+        chosen = self.chosen()
+        if not chosen:
+            text = Text("Nothing selected.", style="dim")
+        else:
+            freed = memory_by_gpu(chosen)
+            gpus = ", ".join(f"GPU {g} {mib:.0f} MiB" for g, mib in sorted(freed.items()))
+            text = Text(f"Enter sends SIGTERM to {len(chosen)} process(es): {' '.join(str(h.pid) for h in chosen)}\n"
+                        f"then SIGKILL to survivors after {self.grace:g}s; expected to free {gpus or '? MiB'}",
+                        style="bold")
+        self.query_one("#kill-plan", Static).update(text)
+
+    def chosen(self) -> list[Holder]:
+        return [h for h in self.holders if h.pid in self.selected]
+
+    # ---- keys ------------------------------------------------------------------------------------
+
+    def action_toggle(self) -> None:
+        if self.state != "choosing" or not self.holders:
+            return
+        table = self.query_one(DataTable)
+        h = self.holders[table.cursor_row]
+        if h.pid in self.refused:
+            self.app.bell()
+            self.query_one("#kill-progress", Static).update(f"{h.pid} cannot be signalled: {self.refused[h.pid]}")
+            return
+        self.selected ^= {h.pid}
+        table.update_cell(str(h.pid), "sel", self._mark(h.pid))
+        self._show_plan()
+
+    def action_kill(self) -> None:
+        if self.state == "done":
+            self.action_close()
+            return
+        if self.state != "choosing":
+            return
+        if self.ctx.readonly:
+            self.query_one("#kill-progress", Static).update("read-only console: killing is disabled")
+            return
+        targets = self.chosen()
+        if not targets:
+            self.query_one("#kill-progress", Static).update("select at least one process (space)")
+            return
+        self.state = "killing"
+        self.query_one("#kill-hint", Static).update("killing… (the dialog closes when it is done)")
+        self.query_one("#kill-progress", Static).update(f"SIGTERM sent · SIGKILL in {self.grace:.0f}s")
+        self.run_worker(lambda: self._kill(targets), thread=True, group="kill-run", exit_on_error=False)
+
+    def action_close(self) -> None:
+        if self.state == "killing":  # the kill finishes and journals first
+            self.query_one("#kill-progress", Static).update("still killing: wait for the result")
+            return
+        if self._backend is not None:
+            self._backend.close()
+        self.dismiss(self.report)
+
+    # ---- kill ------------------------------------------------------------------------------------
+
+    def _kill(self, targets: list[Holder]) -> None:
+        from eagle_console.journal.operator import current_operator
+        from eagle_console.node.kill import kill_holders
+
+        def progress(left: float, alive: list[int]) -> None:
+            self.app.call_from_thread(self._countdown, left, alive)
+
+        try:
+            report = kill_holders(targets, backend=self._backend, grace=self.grace, progress=progress)
+            report["scope"] = "console"
+            self.ctx.journal.append("kill", None, None, current_operator(), **report)
+        except Exception as exc:
+            self.app.call_from_thread(self._done, None, f"kill failed: {exc}")
+            return
+        self.app.call_from_thread(self._done, report, None)
+
+    def _countdown(self, left: float, alive: list[int]) -> None:
+        self.query_one("#kill-progress", Static).update(
+            f"SIGTERM sent · SIGKILL in {left:.0f}s · still alive: {' '.join(map(str, alive))}")
+
+    def _done(self, report: dict[str, Any] | None, error: str | None) -> None:
+        self.state = "done"
+        self.report = report
+        progress = self.query_one("#kill-progress", Static)
+        progress.update(Text(error, style="red") if error else result_text(report or {}))
+        self.query_one("#kill-hint", Static).update("enter / esc close")
+        for pid in (report or {}).get("killed", []):
+            try:
+                self.query_one(DataTable).update_cell(str(pid), "sel", Text("killed", style="green"))
+            except Exception:  # the row may be gone if the table was rebuilt
+                pass
+        gpus = self._gpu_pane()
+        if gpus is not None:
+            gpus.refresh_now()
+
+    def _gpu_pane(self):
+        from eagle_console.tui.panes.gpus import GpuPane
+
+        for screen in self.app.screen_stack:  # the pane lives on the screen under this modal
+            for pane in screen.query(GpuPane):
+                return pane
+        return None

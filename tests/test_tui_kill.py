@@ -1,0 +1,126 @@
+"""K on a simulated node with real orphaned workers: preselected, Enter kills them, memory freed, journaled."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+
+import psutil
+import pytest
+from test_tui_panes_gpus import make_ctx, stop_pids, until
+
+from eagle_console.sim import gpustate
+from eagle_console.sim.orphans import leave_orphans
+
+pytest.importorskip("textual")
+from textual.app import App  # noqa: E402
+
+from eagle_console.tui.panes.gpus import GpuPane  # noqa: E402
+from eagle_console.tui.screens.kill import KillScreen, kill_grace  # noqa: E402
+
+
+class KillApp(App):
+    def __init__(self, ctx) -> None:
+        super().__init__()
+        self.ctx = ctx
+
+    def compose(self):
+        yield GpuPane(self.ctx)
+
+
+@pytest.fixture
+def node(tmp_path, monkeypatch, request):
+    monkeypatch.delenv("EAGLE_CONSOLE_GPU_BACKEND", raising=False)
+    monkeypatch.setenv("EAGLE_CONSOLE_KILL_GRACE", "1")
+    sim = tmp_path / "sim"
+    gpustate.create_node(sim)
+    orphans = leave_orphans(sim, 2)
+    # a live holder that is not an orphan (its parent is this test): listed, not preselected
+    other = subprocess.Popen([sys.executable, "-c", "import sys, signal\nfrom eagle_console.sim import gpustate\n"
+                              f"gpustate.hold({str(sim)!r}, {{1: 2048}})\nprint('up', flush=True)\nsignal.pause()"],
+                             stdout=subprocess.PIPE, text=True)
+    assert other.stdout.readline().strip() == "up"
+    request.addfinalizer(lambda: (stop_pids(orphans + [other.pid]), other.wait()))
+    return sim, orphans, other.pid
+
+
+def test_orphans_preselected_enter_kills_frees_memory_and_journals(tmp_path, node):
+    sim, orphans, other = node
+    ctx = make_ctx(tmp_path, sim)
+    app = KillApp(ctx)
+    results: list = []
+
+    async def main() -> None:
+        async with app.run_test(size=(120, 40)) as pilot:
+            pane = app.query_one(GpuPane)
+            await until(pilot, lambda: pane.last is not None and len(pane.last.holders) == 3, what="3 holders")
+            screen = KillScreen(ctx)
+            app.push_screen(screen, results.append)
+            await until(pilot, lambda: screen.state == "choosing", what="scan")
+            assert screen.selected == set(orphans)
+            assert {h.pid for h in screen.holders} >= set(orphans) | {other}
+            plan = str(screen.query_one("#kill-plan").render())
+            assert "SIGTERM" in plan and "GPU 3 6120 MiB" in plan and "GPU 5 6120 MiB" in plan
+            # space on the non-orphan toggles it in and out again
+            rows = [h.pid for h in screen.holders]
+            screen.query_one("DataTable").move_cursor(row=rows.index(other))
+            await pilot.press("space")
+            assert other in screen.selected
+            await pilot.press("space")
+            assert screen.selected == set(orphans)
+            await pilot.press("enter")
+            await until(pilot, lambda: screen.state == "done", timeout=30, what="kill done")
+            report = screen.report
+            assert sorted(report["killed"]) == sorted(orphans) and report["survivors"] == []
+            assert report["freed_mib"] == {"3": 6120.0, "5": 6120.0}
+            assert "freed 12240 MiB" in str(screen.query_one("#kill-progress").render())
+            await pilot.press("enter")  # closes
+            await until(pilot, lambda: results, what="dismissed")
+            # the GPU pane shows the memory freed; the other holder is untouched
+            await until(pilot, lambda: {h.pid for h in pane.last.holders} == {other}, what="pane refreshed")
+            used = {g.index: g.memory_used_mib for g in pane.last.sample.gpus}
+            assert used[3] == 0 and used[5] == 0 and used[1] == 2048
+            assert psutil.pid_exists(other)
+
+    asyncio.run(main())
+    kills = [e for e in ctx.journal.events() if e.kind == "kill"]
+    assert len(kills) == 1 and sorted(kills[0].data["killed"]) == sorted(orphans)
+    assert results == [report_of(kills[0])]
+
+
+def report_of(event) -> dict:
+    return dict(event.data)
+
+
+def test_the_console_is_not_listed_and_enter_with_nothing_selected_does_nothing(tmp_path, monkeypatch):
+    """This process (the console) holds a GPU itself: it is not offered; nothing selected, so nothing happens."""
+    monkeypatch.delenv("EAGLE_CONSOLE_GPU_BACKEND", raising=False)
+    sim = tmp_path / "sim"
+    gpustate.create_node(sim)
+    gpustate.hold(sim, {0: 100})  # opens SIM/dev/nvidia0 in this very process (scan skips self: parent instead)
+    ctx = make_ctx(tmp_path, sim)
+    app = KillApp(ctx)
+
+    async def main() -> None:
+        async with app.run_test(size=(100, 30)) as pilot:
+            screen = KillScreen(ctx)
+            app.push_screen(screen)
+            await until(pilot, lambda: screen.state == "choosing", what="scan")
+            assert os.getpid() not in {h.pid for h in screen.holders} and not screen.selected
+            await pilot.press("enter")
+            assert screen.state == "choosing"
+            assert "select at least one" in str(screen.query_one("#kill-progress").render())
+
+    asyncio.run(main())
+    assert [e for e in ctx.journal.events() if e.kind == "kill"] == []
+
+
+def test_grace_from_env(monkeypatch):
+    monkeypatch.setenv("EAGLE_CONSOLE_KILL_GRACE", "3s")
+    assert kill_grace() == 3.0
+    monkeypatch.setenv("EAGLE_CONSOLE_KILL_GRACE", "soon")
+    assert kill_grace() == 10.0
+    monkeypatch.delenv("EAGLE_CONSOLE_KILL_GRACE")
+    assert kill_grace() == 10.0
