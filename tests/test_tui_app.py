@@ -303,3 +303,16 @@ def test_q_says_which_runs_keep_running(tmp_path):
             except ProcessLookupError:
                 pass
         wait_for(lambda: journal.latest_run("0.1").finished, timeout=20)
+
+
+def test_K_opens_the_kill_screen(tmp_path):
+    kill = pytest.importorskip("eagle_console.tui.screens.kill")
+    app, _, _ = make(tmp_path)
+
+    async def scenario(pilot):
+        await pilot.press("K")
+        await until(pilot, lambda: isinstance(app.screen, kill.KillScreen), what="kill modal")
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, kill.KillScreen), what="kill modal closed")
+
+    drive(app, scenario)
