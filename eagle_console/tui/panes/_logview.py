@@ -12,10 +12,13 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from rich.segment import Segment
 from rich.style import Style
+from rich.text import Text
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.geometry import Size
@@ -225,17 +228,18 @@ class LogView(Vertical):
         self.body.scroll_to(0, 0, animate=False)
         self._show_status()
 
-    def add_lines(self, lines: list[str]) -> None:
-        """One batch from a poll: one buffer extend, one repaint."""
+    def add_lines(self, lines: list[str], received: int | None = None) -> None:
+        """One batch from a poll: one buffer extend, one repaint. `received`: how many lines the batch
+        stood for, when the caller already dropped the ones that would fall off the buffer anyway."""
+        self.received += len(lines) if received is None else received
         if not lines:
             return
-        self.received += len(lines)
         self.buffer.extend(lines)
         shown = [s for s in lines if self._passes(s)]
         if shown:
             dropped = self.body.extend(shown)
             if self.following:
-                self.body.scroll_end(animate=False, immediate=True)
+                self.body.scroll_end(animate=False)
             else:
                 self.waiting += len(shown)
                 if dropped:  # keep the paused view on the same lines as the head falls off
@@ -257,7 +261,7 @@ class LogView(Vertical):
     def resume(self) -> None:
         self.following = True
         self.waiting = 0
-        self.body.scroll_end(animate=False, immediate=True)
+        self.body.scroll_end(animate=False)
         self._show_status()
 
     def toggle_follow(self) -> None:
@@ -274,7 +278,7 @@ class LogView(Vertical):
         self._pattern, self._invert, self.filter_text = pattern, invert, text.strip()
         self.body.set_lines(s for s in self.buffer if self._passes(s))
         if self.following:
-            self.body.scroll_end(animate=False, immediate=True)
+            self.body.scroll_end(animate=False)
         self._show_status()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
@@ -309,3 +313,136 @@ class LogView(Vertical):
             parts.append(f"PAUSED: {self.waiting} new lines (f follows)")
         self.status.update(" · ".join(parts))
         self.status.set_class(not self.following, "-paused")
+
+
+# ---- a pane that follows one log chosen from the journal ----------------------------------------
+
+FOLLOW_S = 0.25  # ~4 batches a second
+READS_PER_POLL = 16  # x 4 MiB: how far one poll may catch up before handing a batch to the screen
+
+
+def step_log(journal: Any, step_id: str | None) -> Path | None:
+    """The latest log of `step_id` (any run kind), as `Engine.latest_log`."""
+    if not step_id:
+        return None
+    run = journal.latest_run(step_id, kind=None)
+    return Path(run.log) if run and run.log else None
+
+
+def service_log(plan: Any, journal: Any, step_id: str | None) -> Path | None:
+    """The selected step's log when it is a service, else the log of the latest service run."""
+    step = plan.step(step_id) if step_id else None
+    if step is not None and step.service:
+        return step_log(journal, step_id)
+    runs = [r for r in journal.runs() if r.service and r.log]
+    return Path(runs[-1].log) if runs else None
+
+
+@dataclass
+class LogBatch:
+    path: Path | None
+    reset: bool  # the followed file changed: clear the view
+    lines: list[str]
+    digest: Any = None  # what the pane's parser made of the lines (worker side)
+
+
+class FollowPane(Vertical):
+    """Base of the Output, Server and NCCL panes: resolve the log (worker), follow it with a LogFollower,
+    hand each poll's lines to the LogView in one batch. Subclasses override `resolve`, and `digest` /
+    `show_digest` to parse the lines in the worker and draw the result."""
+
+    START = "end"  # "begin" reads the whole file once (parsers need the startup lines)
+    DEFAULT_CSS = "FollowPane { height: 1fr; }"
+
+    def __init__(self, ctx: Any, *, max_lines: int = MAX_LINES, interval: float = FOLLOW_S, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.ctx = ctx
+        self.step_id: str | None = ctx.selected_step_id
+        self.path: Path | None = None
+        self.max_lines = max_lines
+        self._follower: Any = None
+        self._want_reset = False
+        self.poller = Poller(self, interval, self._poll, self._apply, self._failed, name=f"{type(self).__name__}-poll")
+
+    def compose(self):
+        self.head = Static("", classes="follow-head")
+        self.view = LogView(self.max_lines, styler=self.styler)
+        yield from self.compose_head()
+        yield self.view
+
+    def compose_head(self):
+        return iter(())
+
+    def styler(self, line: str) -> Style | None:
+        return None
+
+    def on_mount(self) -> None:
+        self.poller.start()
+
+    def on_unmount(self) -> None:
+        self.poller.stop()
+
+    # ---- App hooks -------------------------------------------------------------------------------
+
+    def step_selected(self, step_id: str | None) -> None:
+        if step_id != self.step_id:
+            self.step_id = step_id
+            self.poller.poke()
+
+    def plan_reloaded(self) -> None:
+        self.poller.poke()
+
+    def toggle_follow(self) -> None:
+        self.view.toggle_follow()
+
+    def open_filter(self) -> None:
+        self.view.open_filter()
+
+    # ---- worker side -----------------------------------------------------------------------------
+
+    def resolve(self, step_id: str | None) -> Path | None:
+        return step_log(self.ctx.journal, step_id)
+
+    def reset_digest(self) -> None:
+        """The followed file changed (worker): start the parser afresh."""
+
+    def digest(self, lines: list[str]) -> Any:
+        return None
+
+    def _poll(self) -> LogBatch:
+        from eagle_console.node.tail import LogFollower
+
+        path = self.resolve(self.step_id)
+        reset = path != self.path or self._want_reset
+        if reset:
+            self._want_reset = False
+            if self._follower is not None:
+                self._follower.close()
+            self.path = path
+            self._follower = (LogFollower(path, start=self.START, last_lines=self.max_lines)
+                              if path is not None else None)
+            self.reset_digest()
+        lines: list[str] = []
+        if self._follower is not None:
+            for _ in range(READS_PER_POLL):
+                lines.extend(self._follower.read_new())
+                if not self._follower.more:
+                    break
+        return LogBatch(path, reset, lines, self.digest(lines))
+
+    # ---- event-loop side -------------------------------------------------------------------------
+
+    def _apply(self, batch: LogBatch) -> None:
+        if batch.reset:
+            self.view.clear(str(batch.path) if batch.path else self.no_log_text())
+        self.view.add_lines(batch.lines[-self.max_lines:], len(batch.lines))
+        self.show_digest(batch)
+
+    def no_log_text(self) -> str:
+        return "no log yet for this step" if self.step_id else "no step selected"
+
+    def show_digest(self, batch: LogBatch) -> None:
+        """Draw what `digest` found (event loop)."""
+
+    def _failed(self, exc: BaseException) -> None:
+        self.view.status.update(Text(f"cannot follow the log: {exc}", style="red"))

@@ -1,0 +1,143 @@
+"""The Output pane follows the selected step's real run log: batches, follow/pause with a waiting count, filter."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from enginekit import write_plan
+from test_tui_panes_gpus import until
+
+from eagle_console.journal import Journal
+from eagle_console.plan.loader import load_plan
+from eagle_console.tui.context import ConsoleContext
+
+pytest.importorskip("textual")
+from textual.app import App  # noqa: E402
+
+from eagle_console.tui.panes.output import OutputPane  # noqa: E402
+
+PLAN = """
+[[phase]]
+id = "0"
+title = "p"
+
+[[phase.step]]
+id = "0.1"
+title = "writer"
+run = "echo started"
+
+[[phase.step]]
+id = "0.2"
+title = "other"
+run = "echo other"
+"""
+
+
+class OutApp(App):
+    def __init__(self, ctx, max_lines: int = 10_000) -> None:
+        super().__init__()
+        self.ctx, self.max_lines = ctx, max_lines
+
+    def compose(self):
+        yield OutputPane(self.ctx, max_lines=self.max_lines)
+
+
+def ctx_with_logs(tmp_path):
+    path = write_plan(tmp_path, PLAN)
+    plan = load_plan(path)
+    journal = Journal.for_plan(plan)
+    logs = {}
+    for sid in ("0.1", "0.2"):
+        log = tmp_path / f"{sid}.log"
+        log.write_text(f"first line of {sid}\n")
+        journal.begin_run(sid, command="x", log=str(log))
+        logs[sid] = log
+    return ConsoleContext(plan_path=path, plan=plan, journal=journal, selected_step_id="0.1"), logs
+
+
+def append(path, lines):
+    with open(path, "a") as f:
+        f.write("".join(f"{s}\n" for s in lines))
+
+
+def test_follow_pause_filter_and_switching_steps(tmp_path):
+    ctx, logs = ctx_with_logs(tmp_path)
+    app = OutApp(ctx, max_lines=500)
+
+    async def main() -> None:
+        async with app.run_test(size=(100, 30)) as pilot:
+            pane = app.query_one(OutputPane)
+            view = pane.view
+            await until(pilot, lambda: view.shown_lines == ["first line of 0.1"], what="existing line")
+            append(logs["0.1"], [f"line {i}" for i in range(1000)])
+            await until(pilot, lambda: view.received == 1001, what="1000 new lines")
+            assert len(view.buffer) == 500 and view.shown_lines[-1] == "line 999"  # bounded
+            await until(pilot, lambda: view.body.scroll_offset.y == view.body.max_scroll_y > 0,
+                        what="following: at the bottom")
+            # scrolling up pauses; new lines are counted, the view stays where it is
+            view.body.focus()
+            await pilot.press("pageup")
+            assert not view.following
+            top = view.body.scroll_offset.y
+            append(logs["0.1"], ["late 1", "late 2", "error: late 3"])
+            await until(pilot, lambda: view.waiting == 3, what="3 waiting lines")
+            assert "PAUSED: 3 new lines" in str(view.status.render())
+            assert view.body.scroll_offset.y <= top
+            pane.toggle_follow()
+            assert view.following
+            await until(pilot, lambda: view.body.scroll_offset.y == view.body.max_scroll_y, what="back at bottom")
+            # filter: regex, then inverted
+            pane.open_filter()
+            await pilot.pause()
+            for ch in "^late":
+                await pilot.press(ch)
+            await pilot.press("enter")
+            assert view.shown_lines == ["late 1", "late 2"]
+            view.set_filter("!^line")
+            assert view.shown_lines == ["late 1", "late 2", "error: late 3"]
+            append(logs["0.1"], ["line 1000", "late 4"])
+            await until(pilot, lambda: view.shown_lines[-1] == "late 4", what="filtered follow")
+            assert "line 1000" not in view.shown_lines
+            pane.open_filter()
+            await pilot.pause()
+            view.filter_input.value = "("
+            await pilot.press("enter")
+            assert "bad filter" in str(view.status.render())
+            view.set_filter("")
+            # another step: its own log
+            pane.step_selected("0.2")
+            await until(pilot, lambda: view.shown_lines == ["first line of 0.2"], what="switched log")
+            pane.step_selected(None)
+            await until(pilot, lambda: view.shown_lines == [] and "no step" in str(view.status.render()),
+                        what="no step")
+
+    asyncio.run(main())
+
+
+def test_a_flood_is_delivered_in_few_batches(tmp_path):
+    """50k lines written at once reach the view whole, in a handful of widget updates, not 50k."""
+    ctx, logs = ctx_with_logs(tmp_path)
+    app = OutApp(ctx)
+    batches: list[int] = []
+
+    async def main() -> None:
+        async with app.run_test(size=(100, 30)) as pilot:
+            view = app.query_one(OutputPane).view
+            await until(pilot, lambda: view.received == 1, what="start")
+            real = view.add_lines
+
+            def counting(lines, received=None):
+                batches.append(len(lines))
+                real(lines, received)
+
+            view.add_lines = counting
+            t0 = time.monotonic()
+            append(logs["0.1"], [f"flood {i:06d} " + "x" * 80 for i in range(50_000)])
+            await until(pilot, lambda: view.received == 50_001, timeout=30, what="flood delivered")
+            assert view.shown_lines[-1].startswith("flood 049999")
+            assert len(view.buffer) == 10_000
+            assert 1 <= len([b for b in batches if b]) <= 50, (batches, time.monotonic() - t0)
+
+    asyncio.run(main())
