@@ -435,8 +435,13 @@ class FollowPane(Vertical):
     def _apply(self, batch: LogBatch) -> None:
         if batch.reset:
             self.view.clear(str(batch.path) if batch.path else self.no_log_text())
-        self.view.add_lines(batch.lines[-self.max_lines:], len(batch.lines))
+        lines = self.view_lines(batch)
+        self.view.add_lines(lines[-self.max_lines:], len(lines))
         self.show_digest(batch)
+
+    def view_lines(self, batch: LogBatch) -> list[str]:
+        """The lines of a batch the view shows (the NCCL pane keeps only NCCL lines)."""
+        return batch.lines
 
     def no_log_text(self) -> str:
         return "no log yet for this step" if self.step_id else "no step selected"

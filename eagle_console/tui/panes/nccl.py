@@ -1,0 +1,117 @@
+"""The NCCL pane: the NCCL summary of the server's log (version, ranks initialised, rank×rank transports,
+env overrides, findings; POSSIBLE_HANG weighs in the GPU pane's utilisation) and the raw NCCL lines."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.style import Style
+from rich.text import Text
+
+from eagle_console.tui.panes._logview import FollowPane, LogBatch, service_log
+
+BUSY_PCT = 50.0  # a GPU above this is "busy" for the hang check
+
+
+def gpu_busy_from(reading: Any) -> bool | None:
+    """True when any GPU is busy, False when all are idle, None when utilisation is unknown."""
+    if reading is None:
+        return None
+    utils = [g.utilization_pct for g in reading.sample.gpus if g.utilization_pct is not None]
+    if not utils:
+        return None
+    return max(utils) >= BUSY_PCT
+
+
+def nccl_text(summary: dict[str, Any]) -> Text:
+    from eagle_console.parse.nccl import format_matrix
+
+    ranks, done = summary.get("ranks"), summary.get("init_complete", 0)
+    out = Text(f"NCCL {summary.get('version') or 'version ?'}", style="bold")
+    if ranks:
+        style = "green" if done >= ranks else "yellow"
+        out += Text(f" · Init COMPLETE {done}/{ranks}", style=style)
+    else:
+        out += Text(" · no communicator yet", style="dim")
+    hosts = summary.get("hosts") or []
+    if hosts:
+        out += Text(f" · {len(hosts)} host{'s' if len(hosts) != 1 else ''}")
+    counts = {k: v for k, v in (summary.get("transports") or {}).items() if v}
+    if counts:
+        out += Text(" · " + " ".join(f"{k} {v}" for k, v in counts.items()))
+    env = summary.get("env") or {}
+    if env:
+        out += Text("\nenv " + " ".join(f"{k}={v}" for k, v in sorted(env.items())), style="cyan")
+    matrix = format_matrix(summary, max_ranks=16) if summary.get("pairs") else []
+    if matrix:
+        out += Text("\n" + "\n".join(matrix) + "\nP=P2P S=SHM N=NET C=COLLNET .=none", style="")
+    for f in summary.get("findings", []):
+        style = {"error": "bold red", "warning": "yellow"}.get(f["severity"], "dim")
+        out += Text(f"\n{f['severity'].upper()} {f['code']}: {f['message'][:200]}", style=style)
+    return out
+
+
+class NcclPane(FollowPane):
+    """`NcclPane(ctx)`: follows the same log as the Server pane; `summary` is the latest NCCL summary."""
+
+    BORDER_TITLE = "NCCL"
+    START = "begin"
+    DEFAULT_CSS = """
+    NcclPane { height: 1fr; }
+    NcclPane > .follow-head { height: auto; max-height: 60%; padding: 0 1; }
+    """
+
+    def __init__(self, ctx: Any, **kwargs) -> None:
+        super().__init__(ctx, **kwargs)
+        self.summary: dict[str, Any] | None = None
+        self.gpu_busy: bool | None = None  # from the GPU pane, refreshed on the event loop
+        self._parser: Any = None
+
+    def compose_head(self):
+        yield self.head
+
+    def styler(self, line: str) -> Style | None:
+        return Style(color="red", bold=True) if " WARN " in line else None
+
+    def resolve(self, step_id: str | None) -> Path | None:
+        return service_log(self.ctx.plan, self.ctx.journal, step_id)
+
+    def no_log_text(self) -> str:
+        return "no service has run yet"
+
+    def reset_digest(self) -> None:
+        from eagle_console.parse.nccl import NcclParser
+
+        self._parser = NcclParser()
+
+    def digest(self, lines: list[str]) -> Any:
+        from eagle_console.parse.nccl import nccl_lines
+
+        if self._parser is None or self.path is None:
+            return None
+        nccl = nccl_lines(lines)
+        self._parser.feed(nccl)
+        try:
+            silent = max(0.0, time.time() - self.path.stat().st_mtime)
+        except OSError:
+            silent = None
+        return self._parser.summary(seconds_since_last_line=silent, gpu_busy=self.gpu_busy), nccl
+
+    def view_lines(self, batch: LogBatch) -> list[str]:
+        return batch.digest[1] if batch.digest else []
+
+    def show_digest(self, batch: LogBatch) -> None:
+        from eagle_console.tui.panes.gpus import GpuPane
+
+        for screen in self.app.screen_stack[:1]:
+            for pane in screen.query(GpuPane):
+                self.gpu_busy = gpu_busy_from(pane.last)
+        if batch.digest is None:
+            self.head.update(Text("no service log", style="dim"))
+            return
+        summary = batch.digest[0]
+        if summary != self.summary:
+            self.summary = summary
+            self.head.update(nccl_text(summary))

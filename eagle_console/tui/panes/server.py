@@ -1,0 +1,116 @@
+"""The Server pane: the service's log followed, with what SGLang says understood: startup stages, the
+ready line, decode throughput and accept length (with a sparkline of the recent history), errors."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from rich.style import Style
+from rich.text import Text
+
+from eagle_console.tui.panes._logview import FollowPane, LogBatch, service_log
+
+SPARK = "▁▂▃▄▅▆▇█"
+_ERROR_LINE = re.compile(r"Traceback|Error\b|Exception|out of memory|Not enough memory|failed|hit an exception"
+                         r"|\bWARN(?:ING)?\b", re.IGNORECASE)
+_READY_LINE = re.compile(r"The server is fired up and ready to roll")
+_STAGE_LINE = re.compile(r"Load weight (?:begin|end)|KV Cache is allocated|Capture (?:\w+ )*cuda graph|"
+                         r"Uvicorn running on|max_total_num_tokens=", re.IGNORECASE)
+ERROR_STYLE, READY_STYLE, STAGE_STYLE = Style(color="red", bold=True), Style(color="green", bold=True), Style(color="cyan")
+
+
+def sparkline(values: list[float | None], width: int = 30) -> str:
+    vals = [v for v in values if v is not None][-width:]
+    if not vals:
+        return ""
+    lo, hi = min(vals), max(vals)
+    span = (hi - lo) or 1.0
+    return "".join(SPARK[min(len(SPARK) - 1, int((v - lo) / span * (len(SPARK) - 1) + 0.5))] for v in vals)
+
+
+def server_line_style(line: str) -> Style | None:
+    if "Decode batch" in line or "Prefill batch" in line:
+        return None
+    if _READY_LINE.search(line):
+        return READY_STYLE
+    if _ERROR_LINE.search(line):
+        return ERROR_STYLE
+    if _STAGE_LINE.search(line):
+        return STAGE_STYLE
+    return None
+
+
+def summary_text(summary: dict[str, Any], history: list[tuple[float, float | None]]) -> Text:
+    stages = summary.get("stages", [])
+    if summary.get("ready"):
+        out = Text("READY", style="bold green")
+    elif stages:
+        out = Text(f"starting: {stages[-1]['name']}", style="bold yellow")
+    else:
+        out = Text("no startup stage yet", style="dim")
+    if stages:
+        out += Text("  " + " → ".join(s["name"] for s in stages), style="cyan")
+    decode = summary.get("decode")
+    if decode:
+        acc = decode.get("accept_len")
+        out += Text(f"\ndecode {decode['gen_throughput']:.1f} tok/s · accept len "
+                    f"{'N/A' if acc is None else format(acc, '.2f')} · running {decode.get('running_req')}"
+                    f" · token usage {decode.get('token_usage')} · {summary.get('decode_samples', 0)} samples")
+        tput = sparkline([t for t, _a in history])
+        accs = sparkline([a for _t, a in history])
+        out += Text(f"\ntok/s {tput}" + (f"  accept {accs}" if accs else ""), style="magenta")
+    for f in summary.get("findings", []):
+        style = {"error": "bold red", "warning": "yellow"}.get(f["severity"], "dim")
+        out += Text(f"\n{f['code']}: {f['message'][:160]}", style=style)
+    return out
+
+
+class ServerPane(FollowPane):
+    """`ServerPane(ctx)`: the selected service's log, else the latest service run's; `summary` is the parse."""
+
+    BORDER_TITLE = "Server"
+    START = "begin"  # the parser needs the startup lines
+    DEFAULT_CSS = """
+    ServerPane { height: 1fr; }
+    ServerPane > .follow-head { height: auto; max-height: 50%; padding: 0 1; }
+    """
+
+    def __init__(self, ctx: Any, **kwargs) -> None:
+        super().__init__(ctx, **kwargs)
+        self.summary: dict[str, Any] | None = None
+        self._parser: Any = None
+
+    def compose_head(self):
+        yield self.head
+
+    def styler(self, line: str) -> Style | None:
+        return server_line_style(line)
+
+    def resolve(self, step_id: str | None) -> Path | None:
+        return service_log(self.ctx.plan, self.ctx.journal, step_id)
+
+    def no_log_text(self) -> str:
+        return "no service has run yet"
+
+    def reset_digest(self) -> None:
+        from eagle_console.parse.sglang_log import SglangLogParser
+
+        self._parser = SglangLogParser()
+
+    def digest(self, lines: list[str]) -> Any:
+        if self._parser is None:
+            return None
+        if lines:
+            self._parser.feed(lines)
+        return self._parser.summary(), list(self._parser.history)
+
+    def show_digest(self, batch: LogBatch) -> None:
+        if batch.digest is None:
+            self.head.update(Text("no service log", style="dim"))
+            return
+        summary, history = batch.digest
+        if batch.lines or batch.reset or self.summary is None:
+            self.summary = summary
+            self.head.update(summary_text(summary, history))

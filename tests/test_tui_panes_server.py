@@ -1,0 +1,129 @@
+"""Server and NCCL panes on a service log the test writes from real SGLang and NCCL logs (tests/data)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import pytest
+from enginekit import write_plan
+from test_tui_panes_gpus import until
+
+from eagle_console.journal import Journal
+from eagle_console.plan.loader import load_plan
+from eagle_console.tui.context import ConsoleContext
+
+pytest.importorskip("textual")
+from textual.app import App  # noqa: E402
+
+from eagle_console.tui.panes.nccl import NcclPane, gpu_busy_from  # noqa: E402
+from eagle_console.tui.panes.server import ServerPane, server_line_style, sparkline  # noqa: E402
+
+DATA = os.path.join(os.path.dirname(__file__), "data")
+PLAN = """
+[[phase]]
+id = "0"
+title = "p"
+
+[[phase.step]]
+id = "0.1"
+title = "prepare"
+run = "true"
+
+[[phase.step]]
+id = "0.3"
+title = "server"
+service = true
+run = "sleep 1000"
+ready = { log = "fired up" }
+"""
+
+
+def data(name: str) -> list[str]:
+    folder = "nccl" if name.startswith(("nccl", "pytorch", "ray")) else "sglang"
+    with open(os.path.join(DATA, folder, name)) as f:
+        return f.read().splitlines()
+
+
+def append(path, lines):
+    with open(path, "a") as f:
+        f.write("".join(f"{s}\n" for s in lines))
+
+
+class PanesApp(App):
+    def __init__(self, ctx) -> None:
+        super().__init__()
+        self.ctx = ctx
+
+    def compose(self):
+        yield ServerPane(self.ctx)
+        yield NcclPane(self.ctx)
+
+
+def service_ctx(tmp_path, select: str | None = "0.1"):
+    path = write_plan(tmp_path, PLAN)
+    plan = load_plan(path)
+    journal = Journal.for_plan(plan)
+    log = tmp_path / "sglang.log"
+    log.write_text("")
+    journal.begin_run("0.3", command="python -m sglang.launch_server", log=str(log), service=True)
+    return ConsoleContext(plan_path=path, plan=plan, journal=journal, selected_step_id=select), log
+
+
+def test_server_pane_follows_startup_ready_decode_and_errors(tmp_path):
+    # a non-service step is selected: the pane shows the latest service run's log
+    ctx, log = service_ctx(tmp_path, select="0.1")
+    app = PanesApp(ctx)
+
+    async def main() -> None:
+        async with app.run_test(size=(120, 40)) as pilot:
+            pane = app.query_one(ServerPane)
+            await until(pilot, lambda: pane.path == log, what="service log resolved")
+            append(log, data("sglang4826_startup_tp0.txt"))
+            await until(pilot, lambda: pane.summary and pane.summary["stages"], what="stages")
+            head = str(pane.head.render())
+            assert head.startswith("starting:") and "KV cache" in head
+            append(log, data("kvcache50_ready.txt") + data("sglang11948_eagle3_decode_tp0.txt"))
+            await until(pilot, lambda: pane.summary["ready"] and pane.summary["decode_samples"] >= 3, what="ready")
+            head = str(pane.head.render())
+            assert head.startswith("READY")
+            last = pane.summary["decode"]
+            assert f"decode {last['gen_throughput']:.1f} tok/s" in head and f"accept len {last['accept_len']:.2f}" in head
+            assert any(ch in head for ch in "▁▂▃▄▅▆▇█")  # the history sparkline
+            append(log, data("sglang4547_cuda_oom_traceback.txt"))
+            await until(pilot, lambda: any(f["code"] == "CUDA_OOM" for f in pane.summary["findings"]), what="oom")
+            assert "CUDA_OOM" in str(pane.head.render())
+            oom = next(s for s in pane.view.shown_lines if "out of memory" in s)
+            assert server_line_style(oom) is not None and server_line_style(oom).color.name == "red"
+
+    asyncio.run(main())
+
+
+def test_nccl_pane_summary_matrix_env_findings_and_raw_lines(tmp_path):
+    ctx, log = service_ctx(tmp_path, select="0.3")
+    noise = ["[2025-10-22 10:27:56 TP0] Load weight begin. avail mem=78.00 GB"]
+    append(log, noise + data("nccltests166_shm_net.txt") + data("pytorch130113_p2p_disabled.txt"))
+    app = PanesApp(ctx)
+
+    async def main() -> None:
+        async with app.run_test(size=(120, 50)) as pilot:
+            pane = app.query_one(NcclPane)
+            await until(pilot, lambda: pane.summary and pane.summary["transports"]["SHM"], what="nccl summary")
+            head = str(pane.head.render())
+            codes = {f["code"] for f in pane.summary["findings"]}
+            assert {"SHM_FALLBACK", "P2P_DISABLED"} <= codes
+            assert "SHM 7" in head and "NET 8" in head and "SHM_FALLBACK" in head
+            assert "src\\dst" in head  # the rank x rank matrix
+            assert all("NCCL" in s for s in pane.view.shown_lines) and "Load weight" not in "".join(pane.view.shown_lines)
+            # a finished init plus the 8-rank log: Init COMPLETE n/ranks
+            append(log, data("nccl629_init_complete_old.txt"))
+            await until(pilot, lambda: pane.summary["ranks"] == 16, what="ranks")
+            assert "Init COMPLETE 8/16" in str(pane.head.render())
+
+    asyncio.run(main())
+
+
+def test_sparkline_and_busy_rules():
+    assert sparkline([1.0, 2.0, 3.0]) == "▁▅█"
+    assert sparkline([None, None]) == ""
+    assert gpu_busy_from(None) is None
