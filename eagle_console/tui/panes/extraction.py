@@ -1,0 +1,159 @@
+"""The Extraction pane: progress of a hidden-state extraction step (`watch.extraction`): a bar, samples and
+tokens done, rate, ETA, output size and projected final size against free space (its filesystem and
+/dev/shm), with the "does not fit" warning on top. ExtractionWatch.tick runs in a worker once a second."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual.containers import Vertical
+from textual.widgets import ProgressBar, Static
+
+from eagle_console.tui.panes._logview import Poller, step_log
+
+if TYPE_CHECKING:
+    from eagle_console.plan.model import Plan, Step
+    from eagle_console.tui.context import ConsoleContext
+
+REFRESH_S = 1.0
+
+
+def watched_step(plan: Plan, selected: str | None) -> Step | None:
+    """The selected step when it watches an extraction, else the last such step of the plan."""
+    step = plan.step(selected) if selected else None
+    if step is not None and step.watch_extraction is not None:
+        return step
+    candidates = [s for s in plan.steps() if s.watch_extraction is not None]
+    return candidates[-1] if candidates else None
+
+
+def human_bytes(n: float | None) -> str:
+    if n is None:
+        return "N/A"
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
+        if abs(n) < 1000 or unit == "PB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} PB"
+
+
+def human_secs(s: float | None) -> str:
+    if s is None:
+        return "N/A"
+    s = int(s)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+def figures_text(r: dict[str, Any]) -> Text:
+    total = r.get("total")
+    done = r["done"]
+    rate = r.get("rate_per_s")
+    out = Text(f"samples {done}/{total if total is not None else '?'}", style="bold")
+    if r.get("tokens") is not None:
+        out += Text(f" · tokens {r['tokens']:,}")
+    out += Text(f" · rate {'N/A' if rate is None else format(rate, '.2f')}/s · ETA {human_secs(r.get('eta_s'))}")
+    out += Text(f"\noutput {human_bytes(r['output_bytes'])} in {r['files']} files · projected "
+                f"{human_bytes(r.get('projected_bytes'))} · free {human_bytes(r.get('free_bytes'))}"
+                f" · /dev/shm free {human_bytes(r.get('shm_free_bytes'))}")
+    fits = r.get("fits")
+    out += Text("\nfits: " + {True: "yes", False: "NO", None: "unknown yet"}[fits],
+                style={True: "green", False: "bold red", None: "dim"}[fits])
+    if r.get("summary"):
+        out += Text(f"\nfinished: {r['summary']}", style="green")
+    return out
+
+
+class ExtractionPane(Vertical):
+    """`ExtractionPane(ctx)`: `last` is the latest tick document of the watched step."""
+
+    BORDER_TITLE = "Extraction"
+    DEFAULT_CSS = """
+    ExtractionPane { height: 1fr; padding: 0 1; }
+    ExtractionPane > #ex-warning { display: none; background: $error; color: $text; text-style: bold; }
+    ExtractionPane > #ex-warning.-shown { display: block; }
+    ExtractionPane > #ex-title { text-style: bold; }
+    """
+
+    def __init__(self, ctx: ConsoleContext, *, refresh_s: float = REFRESH_S, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.ctx = ctx
+        self.step_id = ctx.selected_step_id
+        self.last: dict[str, Any] | None = None
+        self.watching: str | None = None
+        self._watch: Any = None
+        self._key: tuple | None = None
+        self.poller = Poller(self, refresh_s, self._read, self._show, self._failed, name="extraction-poll")
+
+    def compose(self):
+        yield Static("", id="ex-warning")
+        yield Static("no extraction step in this plan", id="ex-title")
+        yield ProgressBar(total=None, show_eta=False, id="ex-bar")
+        yield Static("", id="ex-figures")
+
+    def on_mount(self) -> None:
+        self.poller.start()
+
+    def on_unmount(self) -> None:
+        self.poller.stop()
+
+    def step_selected(self, step_id: str | None) -> None:
+        self.step_id = step_id
+        self.poller.poke()
+
+    def plan_reloaded(self) -> None:
+        self._key = None  # paths may have changed
+        self.poller.poke()
+
+    def _paths(self, step: Step) -> tuple[list[Path], list[Path]]:
+        w = step.watch_extraction
+        assert w is not None
+        folder = self.ctx.plan.path.parent
+
+        def absolute(p: Path) -> Path:
+            return p if p.is_absolute() else folder / p
+
+        logs = [absolute(w.log)] if w.log else []
+        if not logs:
+            run_log = step_log(self.ctx.journal, step.id)
+            logs = [run_log] if run_log else []
+        return logs, ([absolute(w.output)] if w.output else [])
+
+    def _read(self) -> tuple[str | None, dict[str, Any] | None]:
+        from eagle_console.node.extraction import ExtractionWatch
+
+        step = watched_step(self.ctx.plan, self.step_id)
+        if step is None:
+            self._watch = None
+            return None, None
+        logs, outputs = self._paths(step)
+        w = step.watch_extraction
+        key = (step.id, tuple(logs), tuple(outputs), w.pattern, w.total)
+        if key != self._key:  # a new target: start its rate history afresh
+            self._key = key
+            self._watch = ExtractionWatch(logs=logs, outputs=outputs, pattern=w.pattern, total=w.total)
+        return step.id, self._watch.tick()
+
+    def _show(self, result: tuple[str | None, dict[str, Any] | None]) -> None:
+        step_id, r = result
+        self.watching, self.last = step_id, r
+        title = self.query_one("#ex-title", Static)
+        warning = self.query_one("#ex-warning", Static)
+        if r is None:
+            title.update("no extraction step in this plan")
+            warning.remove_class("-shown")
+            return
+        step = self.ctx.plan.step(step_id) if step_id else None
+        title.update(f"{step_id} {step.title if step else ''}")
+        bar = self.query_one("#ex-bar", ProgressBar)
+        bar.update(total=r["total"], progress=r["done"])
+        self.query_one("#ex-figures", Static).update(figures_text(r))
+        if r.get("warnings"):
+            warning.update("DOES NOT FIT: " + " · ".join(r["warnings"]))
+            warning.add_class("-shown")
+        else:
+            warning.remove_class("-shown")
+
+    def _failed(self, exc: BaseException) -> None:
+        self.query_one("#ex-figures", Static).update(Text(f"cannot read the extraction: {exc}", style="red"))

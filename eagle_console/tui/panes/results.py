@@ -1,0 +1,101 @@
+"""The Results pane: every recorded result by step in a DataTable, against plan.baseline (delta %).
+
+The journal is read in a worker every 2 s; the table is rebuilt only when the results changed."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual.containers import Vertical
+from textual.widgets import DataTable, Static
+
+from eagle_console.tui.panes._logview import Poller
+
+if TYPE_CHECKING:
+    from eagle_console.journal.store import Result
+    from eagle_console.tui.context import ConsoleContext
+
+REFRESH_S = 2.0
+HIGHER_IS_WORSE = ("ttft", "itl", "latency", "_ms", "duration")  # a rise in these is bad
+
+
+def delta(name: str, value: float | str, baseline: dict[str, float]) -> tuple[str, str]:
+    """("+12.3%", style) against the baseline of the same name, or ("", "") without one."""
+    base = baseline.get(name)
+    if base is None or isinstance(value, str) or not base:
+        return "", ""
+    pct = (float(value) - base) / base * 100
+    worse = pct < 0 if not any(k in name for k in HIGHER_IS_WORSE) else pct > 0
+    return f"{pct:+.1f}%", ("red" if worse else "green") if abs(pct) >= 0.05 else ""
+
+
+def rows(results: list[Result], baseline: dict[str, float]) -> list[tuple]:
+    out = []
+    for r in results:
+        value = f"{r.value:.2f}" if isinstance(r.value, float) else str(r.value)
+        d, style = delta(r.name, r.value, baseline)
+        base = baseline.get(r.name)
+        out.append((r.step_id, r.name, value, "" if base is None else f"{base:g}", Text(d, style=style),
+                    time.strftime("%H:%M:%S", time.localtime(r.at))))
+    return out
+
+
+class ResultsPane(Vertical):
+    """`ResultsPane(ctx)`: `results` is the last list read from the journal."""
+
+    BORDER_TITLE = "Results"
+    DEFAULT_CSS = """
+    ResultsPane { height: 1fr; }
+    ResultsPane > #results-empty { color: $text-muted; padding: 0 1; }
+    """
+
+    def __init__(self, ctx: ConsoleContext, *, refresh_s: float = REFRESH_S, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.ctx = ctx
+        self.results: list[Result] = []
+        self._key: Any = None
+        self.poller = Poller(self, refresh_s, self._read, self._show, self._failed, name="results-poll")
+
+    def compose(self):
+        yield Static("no results recorded yet", id="results-empty")
+        table: DataTable = DataTable(id="results", zebra_stripes=True, cursor_type="row")
+        for label, key in (("STEP", "step"), ("RESULT", "name"), ("VALUE", "value"), ("BASELINE", "base"),
+                           ("Δ", "delta"), ("AT", "at")):
+            table.add_column(label, key=key)
+        yield table
+
+    def on_mount(self) -> None:
+        self.poller.start()
+
+    def on_unmount(self) -> None:
+        self.poller.stop()
+
+    def plan_reloaded(self) -> None:
+        self._key = None  # the baseline may have changed
+        self.poller.poke()
+
+    def refresh_now(self) -> None:
+        self.poller.poke()
+
+    def _read(self) -> list[Result]:
+        return self.ctx.journal.results()
+
+    def _show(self, results: list[Result]) -> None:
+        baseline = dict(self.ctx.plan.baseline)
+        key = (tuple((r.step_id, r.name, r.value, r.at) for r in results), tuple(sorted(baseline.items())))
+        if key == self._key:
+            return
+        self._key, self.results = key, results
+        table = self.query_one(DataTable)
+        table.clear()
+        for row in rows(results, baseline):
+            table.add_row(*row)
+        empty = self.query_one("#results-empty", Static)
+        empty.display = not results
+        if baseline:
+            empty.update("no results recorded yet · baseline " + ", ".join(f"{k} {v:g}" for k, v in baseline.items()))
+
+    def _failed(self, exc: BaseException) -> None:
+        self.query_one("#results-empty", Static).update(Text(f"cannot read results: {exc}", style="red"))

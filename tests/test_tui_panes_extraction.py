@@ -1,0 +1,133 @@
+"""Extraction pane on a running `python -m eagle_console.sim.extract`; Results pane from journal results."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from test_tui_panes_gpus import until
+
+from eagle_console.journal import Journal
+from eagle_console.plan.loader import load_plan
+from eagle_console.tui.context import ConsoleContext
+
+pytest.importorskip("textual")
+from textual.app import App  # noqa: E402
+from textual.widgets import DataTable, ProgressBar  # noqa: E402
+
+from eagle_console.tui.panes.extraction import ExtractionPane  # noqa: E402
+from eagle_console.tui.panes.results import ResultsPane, delta  # noqa: E402
+
+
+def plan_ctx(tmp_path, total: int, select: str | None = None) -> ConsoleContext:
+    path = tmp_path / "plan.toml"
+    path.write_text(textwrap.dedent(f"""
+        [plan]
+        id = "x"
+        title = "extraction"
+        baseline = {{ tok_s = 82.0, ttft_ms_median = 200.0 }}
+
+        [[phase]]
+        id = "2"
+        title = "extract"
+
+        [[phase.step]]
+        id = "2.1"
+        title = "bench"
+        run = "true"
+
+        [[phase.step]]
+        id = "2.2"
+        title = "extract hidden states"
+        run = "true"
+        watch = {{ extraction = {{ log = "extract.log", output = "out", pattern = "*.safetensors", total = {total} }} }}
+        """))
+    plan = load_plan(path)
+    return ConsoleContext(plan_path=path, plan=plan, journal=Journal.for_plan(plan), selected_step_id=select)
+
+
+class OneApp(App):
+    def __init__(self, pane) -> None:
+        super().__init__()
+        self.pane = pane
+
+    def compose(self):
+        yield self.pane
+
+
+def start_extract(tmp_path, *args: str) -> subprocess.Popen:
+    log = open(tmp_path / "extract.log", "w")
+    return subprocess.Popen([sys.executable, "-m", "eagle_console.sim.extract", "--out", str(tmp_path / "out"), *args],
+                            stdout=log, stderr=subprocess.STDOUT)
+
+
+def test_progress_rate_and_finish_of_a_running_extraction(tmp_path, request):
+    ctx = plan_ctx(tmp_path, total=30, select="2.1")  # a step without a watch: the last watched one is shown
+    job = start_extract(tmp_path, "--samples", "30", "--rate", "40")
+    request.addfinalizer(lambda: (job.kill(), job.wait()))
+    pane = ExtractionPane(ctx, refresh_s=0.2)
+    app = OneApp(pane)
+    seen: list[int] = []
+
+    async def main() -> None:
+        async with app.run_test(size=(100, 30)) as pilot:
+            def progressed():
+                if pane.last:
+                    seen.append(pane.last["done"])
+                return pane.last and pane.last["summary"] is not None
+            await until(pilot, progressed, timeout=30, what="extraction finished")
+            assert pane.watching == "2.2"
+            r = pane.last
+            assert r["done"] == 30 and r["total"] == 30 and r["files"] == 30 and r["fits"] is True
+            bar = pane.query_one(ProgressBar)
+            assert bar.total == 30 and bar.progress == 30
+            figures = str(pane.query_one("#ex-figures").render())
+            assert "samples 30/30" in figures and "fits: yes" in figures and "/dev/shm" in figures
+            assert not pane.query_one("#ex-warning").has_class("-shown")
+
+    asyncio.run(main())
+    assert len(set(seen)) >= 2  # it was watched while running, not only at the end
+
+
+def test_does_not_fit_is_prominent(tmp_path, request):
+    ctx = plan_ctx(tmp_path, total=100_000, select="2.2")
+    # still running: 100k samples of 100 GB (sparse files) can never fit
+    job = start_extract(tmp_path, "--samples", "100000", "--rate", "20", "--bytes-per-sample", str(100 * 10**9))
+    request.addfinalizer(lambda: (job.kill(), job.wait()))
+    pane = ExtractionPane(ctx, refresh_s=0.2)
+    app = OneApp(pane)
+
+    async def main() -> None:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await until(pilot, lambda: pane.last and pane.last["files"] >= 3, what="3 files")
+            warning = pane.query_one("#ex-warning")
+            assert pane.last["fits"] is False and warning.has_class("-shown")
+            assert str(warning.render()).startswith("DOES NOT FIT")
+
+    asyncio.run(main())
+
+
+def test_results_against_baseline(tmp_path):
+    ctx = plan_ctx(tmp_path, total=10)
+    ctx.journal.record_result("2.1", None, "tok_s", 101.0)
+    ctx.journal.record_result("2.1", None, "ttft_ms_median", 250.0)
+    pane = ResultsPane(ctx, refresh_s=0.2)
+    app = OneApp(pane)
+
+    async def main() -> None:
+        async with app.run_test(size=(100, 30)) as pilot:
+            table = pane.query_one(DataTable)
+            await until(pilot, lambda: table.row_count == 2, what="2 results")
+            cells = [[str(c) for c in table.get_row_at(i)] for i in range(2)]
+            assert cells[0][:5] == ["2.1", "tok_s", "101.00", "82", "+23.2%"]
+            assert cells[1][4] == "+25.0%"
+            ctx.journal.record_result("2.2", None, "accept_length", 2.4)  # no baseline: no delta
+            await until(pilot, lambda: table.row_count == 3, what="a third result")
+            assert [str(c) for c in table.get_row_at(2)][4] == ""
+
+    asyncio.run(main())
+    assert delta("tok_s", 70.0, {"tok_s": 82.0}) == ("-14.6%", "red")
+    assert delta("ttft_ms_median", 150.0, {"ttft_ms_median": 200.0}) == ("-25.0%", "green")
