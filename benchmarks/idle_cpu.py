@@ -1,0 +1,95 @@
+"""Idle CPU of the GPUs pane: a headless App with GpuPane on 8 simulated GPUs at the default 1 s refresh,
+against a bare Textual App measured the same way in the same run (each in its own process).
+
+    .venv/bin/python benchmarks/idle_cpu.py [--seconds 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+WARMUP_S = 3.0
+
+
+def child(kind: str, seconds: float, sim: Path | None) -> None:
+    import psutil
+    from textual.app import App
+    from textual.widgets import Static
+
+    me = psutil.Process()
+    marks: dict[str, float] = {}
+
+    class Bench(App):
+        def compose(self):
+            if kind == "gpu":
+                from eagle_console.journal import Journal
+                from eagle_console.plan.loader import load_plan
+                from eagle_console.tui.context import ConsoleContext
+                from eagle_console.tui.panes.gpus import GpuPane
+
+                plan_path = Path(tempfile.mkdtemp()) / "plan.toml"
+                plan_path.write_text('[plan]\nid = "b"\ntitle = "b"\n\n[[phase]]\nid = "0"\ntitle = "p"\n\n'
+                                     '[[phase.step]]\nid = "0.1"\ntitle = "x"\nrun = "true"\n')
+                plan = load_plan(plan_path)
+                self.pane = GpuPane(ConsoleContext(plan_path=plan_path, plan=plan, journal=Journal.for_plan(plan),
+                                                   sim_dir=sim))
+                yield self.pane
+            else:
+                yield Static("bare")
+
+        def on_mount(self) -> None:
+            self.set_timer(WARMUP_S, self.start)
+            self.set_timer(WARMUP_S + seconds, self.stop)
+
+        def start(self) -> None:
+            t = me.cpu_times()
+            marks["cpu0"], marks["t0"] = t.user + t.system, time.monotonic()
+
+        def stop(self) -> None:
+            t = me.cpu_times()
+            marks["cpu1"], marks["t1"] = t.user + t.system, time.monotonic()
+            marks["polls"] = getattr(getattr(self, "pane", None), "polls", 0)
+            self.exit()
+
+    Bench().run(headless=True, size=(120, 40))
+    pct = (marks["cpu1"] - marks["cpu0"]) / (marks["t1"] - marks["t0"]) * 100
+    print(json.dumps({"kind": kind, "cpu_pct": round(pct, 2), "polls": marks["polls"]}))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("--child", choices=("gpu", "bare"))
+    ap.add_argument("--sim", type=Path)
+    args = ap.parse_args()
+    if args.child:
+        child(args.child, args.seconds, args.sim)
+        return 0
+    from eagle_console.sim import gpustate
+
+    sim = Path(tempfile.mkdtemp()) / "sim"
+    gpustate.create_node(sim, gpus=8)
+    out = {}
+    for kind in ("bare", "gpu"):
+        r = subprocess.run([sys.executable, __file__, "--child", kind, "--seconds", str(args.seconds), "--sim", str(sim)],
+                           capture_output=True, text=True, env={**__import__("os").environ,
+                                                                "EAGLE_CONSOLE_GPU_BACKEND": "sim"})
+        if r.returncode != 0:
+            print(r.stderr[-2000:], file=sys.stderr)
+            return 1
+        out[kind] = json.loads(r.stdout.strip().splitlines()[-1])
+    bare, gpu = out["bare"]["cpu_pct"], out["gpu"]["cpu_pct"]
+    print(f"idle {args.seconds:g}s, one core: bare Textual app {bare:.2f}% · GpuPane on 8 sim GPUs {gpu:.2f}% "
+          f"({out['gpu']['polls']} polls) · extra {gpu - bare:.2f} points · ratio {gpu / bare if bare else float('inf'):.1f}x"
+          f" · target < 3%: {'met' if gpu < 3 else 'NOT met'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
