@@ -42,6 +42,26 @@ def rows(results: list[Result], baseline: dict[str, float]) -> list[tuple]:
     return out
 
 
+def headline(results: list[Result], baseline: dict[str, float]) -> Text:
+    """The latest value of each baselined figure, and of accept length: what the operator came to see."""
+    latest = {r.name: r for r in results}
+    parts = Text()
+    for name in [*baseline, "accept_length"]:
+        r = latest.get(name)
+        if r is None or (name == "accept_length" and name in baseline):
+            continue
+        if parts:
+            parts.append("  ·  ")
+        value = f"{r.value:.2f}" if isinstance(r.value, float) else str(r.value)
+        parts.append(f"{name} {value}", style="bold")
+        d, style = delta(name, r.value, baseline)
+        if d:
+            parts.append(f" vs {baseline[name]:g} baseline ")
+            parts.append(d, style=style)
+        parts.append(f" ({r.step_id})", style="dim")
+    return parts
+
+
 class ResultsPane(Vertical):
     """`ResultsPane(ctx)`: `results` is the last list read from the journal."""
 
@@ -59,6 +79,7 @@ class ResultsPane(Vertical):
         self.poller = Poller(self, refresh_s, self._read, self._show, self._failed, name="results-poll")
 
     def compose(self):
+        yield Static("", id="results-headline")
         yield Static("no results recorded yet", id="results-empty")
         table: DataTable = DataTable(id="results", zebra_stripes=True, cursor_type="row")
         for label, key in (("STEP", "step"), ("RESULT", "name"), ("VALUE", "value"), ("BASELINE", "base"),
@@ -90,8 +111,9 @@ class ResultsPane(Vertical):
         self._key, self.results = key, results
         table = self.query_one(DataTable)
         table.clear()
-        for row in rows(results, baseline):
+        for row in rows(list(reversed(results)), baseline):  # newest first: the last run's figures on top
             table.add_row(*row)
+        self.query_one("#results-headline", Static).update(headline(results, baseline))
         empty = self.query_one("#results-empty", Static)
         empty.display = not results
         if baseline:
