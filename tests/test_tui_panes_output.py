@@ -79,7 +79,7 @@ def test_follow_pause_filter_and_switching_steps(tmp_path):
             # scrolling up pauses; new lines are counted, the view stays where it is
             view.body.focus()
             await pilot.press("pageup")
-            assert not view.following
+            await until(pilot, lambda: not view.following, what="paused by scrolling up")
             top = view.body.scroll_offset.y
             append(logs["0.1"], ["late 1", "late 2", "error: late 3"])
             await until(pilot, lambda: view.waiting == 3, what="3 waiting lines")
@@ -90,7 +90,7 @@ def test_follow_pause_filter_and_switching_steps(tmp_path):
             await until(pilot, lambda: view.body.scroll_offset.y == view.body.max_scroll_y, what="back at bottom")
             # filter: regex, then inverted
             pane.open_filter()
-            await pilot.pause()
+            await until(pilot, lambda: view.filter_input.has_focus, what="filter input focused")
             for ch in "^late":
                 await pilot.press(ch)
             await pilot.press("enter")
@@ -101,7 +101,7 @@ def test_follow_pause_filter_and_switching_steps(tmp_path):
             await until(pilot, lambda: view.shown_lines[-1] == "late 4", what="filtered follow")
             assert "line 1000" not in view.shown_lines
             pane.open_filter()
-            await pilot.pause()
+            await until(pilot, lambda: view.filter_input.has_focus, what="filter input focused again")
             view.filter_input.value = "("
             await pilot.press("enter")
             assert "bad filter" in str(view.status.render())
