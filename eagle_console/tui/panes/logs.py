@@ -40,7 +40,11 @@ def build_pane(ctx: ConsoleContext, module: str, name: str, issue: int, title: s
 
 def compose_tabs(ctx: ConsoleContext, **kwargs) -> ComposeResult:
     """Yield the tabs from the App's compose (a TabbedContent subclass overriding compose loses its tabs)."""
+    from textual.lazy import Lazy
+
     with TabbedContent(**kwargs):
-        for tab_id, title, module, name, issue in TABS:
+        for n, (tab_id, title, module, name, issue) in enumerate(TABS):
             with TabPane(title, id=tab_id):
-                yield build_pane(ctx, module, name, issue, title)
+                pane = build_pane(ctx, module, name, issue, title)
+                # Tabs not shown at start mount after the first paint: the first screen comes sooner.
+                yield pane if n == 0 else Lazy(pane)
