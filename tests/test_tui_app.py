@@ -208,7 +208,7 @@ def test_n_steps_through_a_two_step_plan(tmp_path):
             await until(pilot, lambda s=step_id: journal.statuses().get(s) == "completed", what=f"{step_id} done")
             assert app.ctx.selected_step_id == step_id
         await pilot.press("n")
-        await until(pilot, lambda: any("no pending step" in n for n in notices(app)), what="nothing left")
+        await until(pilot, lambda: any("the plan is done" in n for n in notices(app)), what="nothing left")
 
     drive(app, scenario)
 

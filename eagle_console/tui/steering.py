@@ -34,7 +34,7 @@ def choose_next(engine: Engine) -> NextChoice:
     engine.reconcile()
     step = engine.next_step()
     if step is None:
-        return NextChoice(None, "no pending step has its needs met: the plan is done, or something failed")
+        return NextChoice(None, engine.why_no_next())
     if step.action is None:
         return NextChoice(step, f"{step.id} is manual: do it by hand and mark it")
     return NextChoice(step)
