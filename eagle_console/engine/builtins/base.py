@@ -94,3 +94,14 @@ def seconds(value: Any) -> float:
     from eagle_console.plan.durations import parse_duration
 
     return parse_duration(value)
+
+
+def value_errors(*checks) -> list[str]:
+    """Run each check (a callable that parses a `with` value) and collect its ValueError messages."""
+    problems = []
+    for check in checks:
+        try:
+            check()
+        except ValueError as exc:
+            problems.append(str(exc))
+    return problems

@@ -6,7 +6,7 @@ import re
 import signal
 from typing import Any
 
-from eagle_console.engine.builtins.base import ActionContext, Builtin, BuiltinError, seconds
+from eagle_console.engine.builtins.base import ActionContext, Builtin, BuiltinError, seconds, value_errors
 
 
 def parse_signal(value: Any) -> int:
@@ -49,12 +49,9 @@ class GpuKill(Builtin):
                     problems.append(f"`match` regex {m!r}: {exc}")
             if scope == "match" and not match:
                 problems.append("scope 'match' needs `match` regexes")
-        for check in (lambda: _int_list(args.get("gpus"), "gpus"), lambda: parse_signal(args.get("signal")),
-                      lambda: seconds(args.get("grace", "10s"))):
-            try:
-                check()
-            except ValueError as exc:
-                problems.append(str(exc))
+        problems += value_errors(lambda: _int_list(args.get("gpus"), "gpus"),
+                                 lambda: parse_signal(args.get("signal")),
+                                 lambda: seconds(args.get("grace", "10s")))
         return problems
 
     def run(self, ctx: ActionContext) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from eagle_console.engine.builtins.base import ActionContext, Builtin, BuiltinError, seconds
+from eagle_console.engine.builtins.base import ActionContext, Builtin, BuiltinError, seconds, value_errors
 from eagle_console.engine.builtins.gpu_kill import _int_list
 
 POLL_S = 0.5
@@ -19,11 +19,8 @@ class GpuWaitFree(Builtin):
         bound = args.get("max_used_mib", 1024)
         if isinstance(bound, bool) or not isinstance(bound, (int, float)) or bound < 0:
             problems.append("`max_used_mib` is a number of MiB >= 0")
-        for check in (lambda: _int_list(args.get("gpus"), "gpus"), lambda: seconds(args.get("timeout", "120s"))):
-            try:
-                check()
-            except ValueError as exc:
-                problems.append(str(exc))
+        problems += value_errors(lambda: _int_list(args.get("gpus"), "gpus"),
+                                 lambda: seconds(args.get("timeout", "120s")))
         return problems
 
     def run(self, ctx: ActionContext) -> int:
