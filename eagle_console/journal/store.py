@@ -131,10 +131,28 @@ class Journal:
         self._conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
         self._lock = threading.RLock()
         with self._lock:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=FULL")
-            self._conn.execute("PRAGMA busy_timeout=30000")
-            self._conn.executescript(SCHEMA)
+            self._init_schema()
+
+    def _init_schema(self) -> None:
+        """WAL mode and the schema, safe when several processes open a new journal at the same instant.
+
+        Switching to WAL and a deferred CREATE can fail with "database is locked" at once (SQLite does not
+        wait when waiting could deadlock), so both are retried; the schema is written under BEGIN IMMEDIATE.
+        """
+        deadline = time.monotonic() + 30.0
+        while True:
+            try:
+                self._conn.execute("PRAGMA busy_timeout=30000")
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.execute("PRAGMA synchronous=FULL")
+                self._conn.executescript("BEGIN IMMEDIATE;\n" + SCHEMA + "\nCOMMIT;")
+                return
+            except sqlite3.OperationalError as exc:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
 
     @classmethod
     def for_plan(cls, plan: Plan) -> Journal:
