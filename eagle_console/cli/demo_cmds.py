@@ -36,4 +36,28 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return 0
     from eagle_console.cli.tui_cmds import open_console
 
-    return open_console(plan, sim_dir=sim)
+    try:
+        return open_console(plan, sim_dir=sim)
+    finally:
+        stopped = stop_demo(plan, root)
+        if stopped:
+            print(f"stopped the demo's {stopped} simulated processes (GPU workers, server); "
+                  f"its files stay in {root}")
+
+
+def stop_demo(plan: Path, root: Path) -> int:
+    """The demo is a toy node: leave no simulated server or worker running after its console closes."""
+    from eagle_console.demo.build import stop_leftovers
+    from eagle_console.engine.procs import stop_session
+    from eagle_console.journal import Journal
+    from eagle_console.plan.loader import PlanError, load_plan
+
+    count = 0
+    try:
+        journal = Journal.for_plan(load_plan(plan))
+        for run in journal.open_runs():
+            if run.sid:
+                count += len(stop_session(run.sid, run.pgid, 2.0))
+    except PlanError:
+        pass
+    return count + len(stop_leftovers(root))
