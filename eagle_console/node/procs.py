@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import psutil
 
 if TYPE_CHECKING:
+    from eagle_console.journal import Journal
     from eagle_console.node.gpus import NodeSample
     from eagle_console.plan.model import Plan
 
@@ -231,22 +232,27 @@ def scan_holders(sample: NodeSample | None, tracked: list[TrackedRun] | None = N
 
 
 def tracked_runs_for(plan: Plan | None) -> list[TrackedRun]:
-    """Runs of `plan`'s journal that have a session: live ones own their holders, ended ones orphan them."""
+    """`tracked_runs` of `plan`'s journal, opened for this one call (the CLI's way)."""
     if plan is None:
         return []
-    try:
-        from eagle_console.journal import Journal
-    except ImportError:
-        return []
-    from eagle_console.engine.procs import alive
+    from eagle_console.journal import Journal
 
     journal = Journal.for_plan(plan)
     try:
-        runs = journal.runs()
+        return tracked_runs(journal)
     finally:
         journal.close()
+
+
+def tracked_runs(journal: Journal) -> list[TrackedRun]:
+    """Runs that have a session: live ones own their holders, ended ones orphan them.
+
+    The console passes its own open journal, so its once-a-second GPU poll opens no new connection.
+    """
+    from eagle_console.engine.procs import alive
+
     out: list[TrackedRun] = []
-    for run in runs:
+    for run in journal.runs():
         if not run.sid or not run.pid:
             continue
         main_alive = run.ended is None and alive(run.pid, run.pid_ctime)

@@ -33,10 +33,10 @@ class GpuReading:
 
 def read_gpus(backend: GpuBackend, ctx: ConsoleContext) -> GpuReading:
     """One blocking reading: the backend's sample plus the classified holders (runs in a worker)."""
-    from eagle_console.node.procs import scan_holders, tracked_runs_for
+    from eagle_console.node.procs import scan_holders, tracked_runs
 
     sample = backend.sample()
-    holders = scan_holders(sample, tracked_runs_for(ctx.plan), device_prefix=backend.device_prefix)
+    holders = scan_holders(sample, tracked_runs(ctx.journal), device_prefix=backend.device_prefix)
     return GpuReading(sample, holders)
 
 

@@ -115,12 +115,12 @@ class KillScreen(ModalScreen[dict | None]):
     def _scan(self) -> None:
         from eagle_console.node.gpus import open_backend
         from eagle_console.node.kill import protected_pids, refusal
-        from eagle_console.node.procs import scan_holders, tracked_runs_for
+        from eagle_console.node.procs import scan_holders, tracked_runs
 
         try:
             self._backend = open_backend(self.ctx.sim_dir)
             sample = self._backend.sample()
-            holders = scan_holders(sample, tracked_runs_for(self.ctx.plan), device_prefix=self._backend.device_prefix)
+            holders = scan_holders(sample, tracked_runs(self.ctx.journal), device_prefix=self._backend.device_prefix)
             protected = protected_pids()
             refused = {h.pid: why for h in holders if (why := refusal(h, (), protected))}
             note = sample.error if sample.backend == "none" else None
