@@ -9,11 +9,11 @@ import asyncio
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from enginekit import engine_for, wait_for, write_plan
+from tuikit import until
 
 from eagle_console.journal import Journal
 from eagle_console.plan.loader import load_plan
@@ -62,16 +62,6 @@ def drive(app, scenario, size=(120, 36)) -> None:
             await scenario(pilot)
 
     asyncio.run(main())
-
-
-async def until(pilot, predicate, timeout: float = 15.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        await pilot.pause(0.05)
-    raise AssertionError(f"{what} not met within {timeout}s")
 
 
 def tree(app):

@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import time
 from pathlib import Path
 
 import psutil
 import pytest
 from enginekit import write_plan
+from tuikit import until
 
 from eagle_console.journal import Journal
 from eagle_console.plan.loader import load_plan
@@ -55,16 +55,6 @@ class PaneApp(App):
 
     def compose(self):
         yield GpuPane(self.ctx, id="gpus")
-
-
-async def until(pilot, predicate, timeout: float = 15.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        await pilot.pause(0.05)
-    raise AssertionError(f"{what} not met within {timeout}s")
 
 
 @pytest.fixture
