@@ -451,3 +451,18 @@ class FollowPane(Vertical):
 
     def _failed(self, exc: BaseException) -> None:
         self.view.status.update(Text(f"cannot follow the log: {exc}", style="red"))
+
+
+class ServiceLogPane(FollowPane):
+    """A FollowPane over the service log (Server and NCCL panes), read from the start, with a head line."""
+
+    START = "begin"  # the parsers need the startup lines
+
+    def compose_head(self):
+        yield self.head
+
+    def resolve(self, step_id: str | None) -> Path | None:
+        return service_log(self.ctx.plan, self.ctx.journal, step_id)
+
+    def no_log_text(self) -> str:
+        return "no service has run yet"

@@ -4,13 +4,12 @@ env overrides, findings; POSSIBLE_HANG weighs in the GPU pane's utilisation) and
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 from rich.style import Style
 from rich.text import Text
 
-from eagle_console.tui.panes._logview import FollowPane, LogBatch, service_log
+from eagle_console.tui.panes._logview import LogBatch, ServiceLogPane
 
 BUSY_PCT = 50.0  # a GPU above this is "busy" for the hang check
 
@@ -53,11 +52,10 @@ def nccl_text(summary: dict[str, Any]) -> Text:
     return out
 
 
-class NcclPane(FollowPane):
+class NcclPane(ServiceLogPane):
     """`NcclPane(ctx)`: follows the same log as the Server pane; `summary` is the latest NCCL summary."""
 
     BORDER_TITLE = "NCCL"
-    START = "begin"
     DEFAULT_CSS = """
     NcclPane { height: 1fr; }
     NcclPane > .follow-head { height: auto; max-height: 60%; padding: 0 1; }
@@ -69,17 +67,8 @@ class NcclPane(FollowPane):
         self.gpu_busy: bool | None = None  # from the GPU pane, refreshed on the event loop
         self._parser: Any = None
 
-    def compose_head(self):
-        yield self.head
-
     def styler(self, line: str) -> Style | None:
         return Style(color="red", bold=True) if " WARN " in line else None
-
-    def resolve(self, step_id: str | None) -> Path | None:
-        return service_log(self.ctx.plan, self.ctx.journal, step_id)
-
-    def no_log_text(self) -> str:
-        return "no service has run yet"
 
     def reset_digest(self) -> None:
         from eagle_console.parse.nccl import NcclParser

@@ -4,13 +4,12 @@ ready line, decode throughput and accept length (with a sparkline of the recent 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 from rich.style import Style
 from rich.text import Text
 
-from eagle_console.tui.panes._logview import FollowPane, LogBatch, service_log
+from eagle_console.tui.panes._logview import LogBatch, ServiceLogPane
 
 SPARK = "▁▂▃▄▅▆▇█"
 _ERROR_LINE = re.compile(r"Traceback|Error\b|Exception|out of memory|Not enough memory|failed|hit an exception"
@@ -67,11 +66,10 @@ def summary_text(summary: dict[str, Any], history: list[tuple[float, float | Non
     return out
 
 
-class ServerPane(FollowPane):
+class ServerPane(ServiceLogPane):
     """`ServerPane(ctx)`: the selected service's log, else the latest service run's; `summary` is the parse."""
 
     BORDER_TITLE = "Server"
-    START = "begin"  # the parser needs the startup lines
     DEFAULT_CSS = """
     ServerPane { height: 1fr; }
     ServerPane > .follow-head { height: auto; max-height: 50%; padding: 0 1; }
@@ -82,17 +80,8 @@ class ServerPane(FollowPane):
         self.summary: dict[str, Any] | None = None
         self._parser: Any = None
 
-    def compose_head(self):
-        yield self.head
-
     def styler(self, line: str) -> Style | None:
         return server_line_style(line)
-
-    def resolve(self, step_id: str | None) -> Path | None:
-        return service_log(self.ctx.plan, self.ctx.journal, step_id)
-
-    def no_log_text(self) -> str:
-        return "no service has run yet"
 
     def reset_digest(self) -> None:
         from eagle_console.parse.sglang_log import SglangLogParser
