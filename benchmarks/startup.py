@@ -52,8 +52,13 @@ def main() -> int:
     plan = Path(args.plan) if args.plan else tmp / "plan.toml"
     if not args.plan:
         plan.write_text(PLAN)
-    env = {**os.environ, "EAGLE_CONSOLE_EXIT_AFTER_FIRST_PAINT": "1", "EAGLE_CONSOLE_STATE": str(tmp / "state"),
+    env = {**os.environ, "EAGLE_CONSOLE_EXIT_AFTER_FIRST_PAINT": "1",
+           # Bytecode as an installed package has it: a PYTHONDONTWRITEBYTECODE shell would make every run
+           # recompile the console's own sources (the bare app's Textual came compiled from pip), so both
+           # write theirs once, under a prefix outside the tree, in the warm-up run below.
+           "PYTHONPYCACHEPREFIX": str(tmp / "pycache"), "EAGLE_CONSOLE_STATE": str(tmp / "state"),
            "EAGLE_CONSOLE_GPU_BACKEND": os.environ.get("EAGLE_CONSOLE_GPU_BACKEND", "none")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     console = [sys.executable, "-m", "eagle_console", "tui", str(plan)]
     bare = [sys.executable, str(ROOT / "benchmarks" / "_bare_app.py")]
     timed(console, env)  # warm the page cache and bytecode for both, so neither pays first-run costs

@@ -138,7 +138,7 @@ def test_a_mark_from_the_cli_shows_in_the_tree(plan_file: Path, tmp_path: Path):
     async def go():
         app = _app(plan_file)
         async with app.run_test() as pilot:
-            assert await _until(pilot, lambda: app.snapshot is not None)
+            assert await _until(pilot, lambda: app.snapshot is not None and app.ctx.selected_step_id is not None)
             assert _label(app, "0.2").startswith("○") and "⇠" in _label(app, "0.2")  # needs 0.1, not done
             out = await asyncio.to_thread(
                 subprocess.run, [sys.executable, "-m", "eagle_console", "mark", str(plan_file), "0.1", "completed"],
@@ -173,7 +173,7 @@ def test_live_plan_edit_rename_break_fix(plan_file: Path):
     async def go():
         app = _app(plan_file)
         async with app.run_test() as pilot:
-            assert await _until(pilot, lambda: app.snapshot is not None)
+            assert await _until(pilot, lambda: app.snapshot is not None and app.ctx.selected_step_id is not None)
             await asyncio.to_thread(app.ctx.journal.mark, "1.1", "skipped")
             assert await _until(pilot, lambda: _label(app, "1.1").startswith("⊘"))
             app.query_one(PlanPane).select_id("1.1")
@@ -205,7 +205,7 @@ def test_adding_a_step_rebuilds_and_keeps_selection(plan_file: Path):
     async def go():
         app = _app(plan_file)
         async with app.run_test() as pilot:
-            assert await _until(pilot, lambda: app.snapshot is not None)
+            assert await _until(pilot, lambda: app.snapshot is not None and app.ctx.selected_step_id is not None)
             app.query_one(PlanPane).select_id("0.2")
             await pilot.pause()
             plan_file.write_text(PLAN + '\n  [[phase.step]]\n  id = "1.2"\n  title = "Train"\n  run = "true"\n')
@@ -275,7 +275,7 @@ def test_layout_fits_small_and_large_terminals(plan_file: Path, size: tuple[int,
     async def go():
         app = _app(plan_file)
         async with app.run_test(size=size) as pilot:
-            assert await _until(pilot, lambda: app.snapshot is not None)
+            assert await _until(pilot, lambda: app.snapshot is not None and app.ctx.selected_step_id is not None)
             await pilot.pause()
             tree = app.query_one(PlanPane)
             long_label = _label(app, "0.2")
@@ -295,7 +295,7 @@ def test_export_from_the_palette_writes_beside_the_state_dir(plan_file: Path):
     async def go():
         app = _app(plan_file)
         async with app.run_test(size=(120, 36)) as pilot:
-            assert await _until(pilot, lambda: app.snapshot is not None)
+            assert await _until(pilot, lambda: app.snapshot is not None and app.ctx.selected_step_id is not None)
             await pilot.press("ctrl+p")
             await pilot.pause()
             await pilot.press(*"Export plan (markdown)")

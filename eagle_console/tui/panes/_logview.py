@@ -47,8 +47,10 @@ class Poller(Generic[T]):
         self._timer: Any = None
 
     def start(self, delay: float = 0.0) -> None:
+        """Begin polling once the owner is on screen: a reading thread started during the first layout
+        would take the GIL from it (the first frame came ~80 ms later with the GPU poll started at mount)."""
         self.stopped = False
-        self._arm(delay)
+        self.owner.call_after_refresh(self._arm, delay)
 
     def stop(self) -> None:
         self.stopped = True
@@ -210,10 +212,18 @@ class LogView(Vertical):
     def compose(self):
         self.body = LogLines(self, self._styler)
         self.status = Static("", classes="logview-status")
-        self.filter_input = Input(placeholder="filter: regex, !regex hides matches, empty clears")
         yield self.body
         yield self.status
-        yield self.filter_input
+
+    @property
+    def filter_input(self) -> Input:
+        """The filter box, mounted the first time `/` opens it (an Input costs the first frame ~10 ms)."""
+        found = self.query(Input)
+        if found:
+            return found.first()
+        box = Input(placeholder="filter: regex, !regex hides matches, empty clears")
+        self.mount(box)
+        return box
 
     def on_mount(self) -> None:
         self._show_status()
@@ -268,9 +278,10 @@ class LogView(Vertical):
         self.pause() if self.following else self.resume()
 
     def open_filter(self) -> None:
-        self.filter_input.value = self.filter_text
-        self.filter_input.add_class("-open")
-        self.filter_input.focus()
+        box = self.filter_input
+        box.value = self.filter_text
+        box.add_class("-open")
+        self.call_after_refresh(box.focus)  # a box mounted just now takes focus once it is there
 
     def set_filter(self, text: str) -> None:
         """Apply `text` (regex, `!` inverts); raises re.error for a bad pattern."""
@@ -292,9 +303,10 @@ class LogView(Vertical):
         self.body.focus()
 
     def on_key(self, event) -> None:
-        if event.key == "escape" and self.filter_input.has_class("-open"):
+        boxes = self.query(Input)
+        if event.key == "escape" and boxes and boxes.first().has_class("-open"):
             event.stop()
-            self.filter_input.remove_class("-open")
+            boxes.first().remove_class("-open")
             self.body.focus()
 
     def _passes(self, line: str) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.widget import Widget
 from textual.widgets import Static, TabbedContent, TabPane
 
@@ -38,13 +38,44 @@ def build_pane(ctx: ConsoleContext, module: str, name: str, issue: int, title: s
     return cls(ctx, **kwargs)
 
 
+class HiddenPane(Static):
+    """Holds the place of a pane in a tab that is not shown at start, until the first frame is on screen
+    (the App calls `mount_pane` then) or the tab is shown, whichever comes first.
+
+    Textual's `Lazy` mounts after the first refresh, which still comes before the first frame has settled:
+    the four hidden panes cost more than the rest of the first screen together.
+    """
+
+    DEFAULT_CSS = "HiddenPane { height: 1; }"
+
+    def __init__(self, pane: Widget) -> None:
+        super().__init__("")
+        self._pane: Widget | None = pane
+
+    def on_show(self) -> None:  # the operator opened this tab before the idle mount came round
+        self.mount_pane()
+
+    def mount_pane(self) -> None:
+        pane, self._pane = self._pane, None
+        if pane is None or self.parent is None:
+            return
+        self.parent.mount(pane, after=self)
+        self.remove()
+
+
 def compose_tabs(ctx: ConsoleContext, **kwargs) -> ComposeResult:
     """Yield the tabs from the App's compose (a TabbedContent subclass overriding compose loses its tabs)."""
-    from textual.lazy import Lazy
-
     with TabbedContent(**kwargs):
         for n, (tab_id, title, module, name, issue) in enumerate(TABS):
             with TabPane(title, id=tab_id):
                 pane = build_pane(ctx, module, name, issue, title)
-                # Tabs not shown at start mount after the first paint: the first screen comes sooner.
-                yield pane if n == 0 else Lazy(pane)
+                yield pane if n == 0 else HiddenPane(pane)
+
+
+def mount_hidden_panes(app: App) -> None:
+    """Mount the hidden tabs' panes one per frame, so keys stay answered while they come."""
+    waiting = list(app.query(HiddenPane))
+    if waiting:
+        waiting[0].mount_pane()
+        if len(waiting) > 1:
+            app.call_after_refresh(mount_hidden_panes, app)
