@@ -1,4 +1,4 @@
-"""The console App: header, banner, Plan tree | GPUs + log tabs, Detail line, Footer.
+"""The console App: header, banner, Plan tree | GPUs + log tabs, Detail line, key line.
 
 Panes are mounted once and updated in place. One thread worker polls the journal (`last_event_id`, every
 250 ms) and the plan file (stat, every 500 ms) and posts messages; the handlers on the event loop own every
@@ -20,15 +20,16 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Footer, Static, TabbedContent, Tree
+from textual.widgets import Static, Tree
 from textual.worker import get_current_worker
 
 from eagle_console.tui import actions
 from eagle_console.tui.commands import ConsoleCommands
 from eagle_console.tui.context import ConsoleContext
+from eagle_console.tui.keybar import KeyBar
 from eagle_console.tui.live import PlanLoad, Snapshot, read_snapshot, reload_plan, stamp
 from eagle_console.tui.panes.detail import DetailLine
-from eagle_console.tui.panes.logs import GPU_PANE, TABS, build_pane, compose_tabs, mount_hidden_panes
+from eagle_console.tui.panes.logs import GPU_PANE, TABS, LogTabs, build_pane, mount_hidden_panes
 from eagle_console.tui.panes.plan_tree import PlanPane
 from eagle_console.tui.steering_keys import STEERING_BINDINGS, STEERING_MUTATING, SteeringKeys
 
@@ -86,10 +87,12 @@ class ConsoleApp(SteeringKeys, App[int]):
     TITLE = "eagle-console"
     COMMANDS = App.COMMANDS | {ConsoleCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
-        *STEERING_BINDINGS[:3],
+        # The order of console.md's key line: r n m u K e f /.
+        *STEERING_BINDINGS[:2],
         Binding("m", "mark", "Mark"),
+        *STEERING_BINDINGS[2:4],
         Binding("e", "note", "Note"),
-        *STEERING_BINDINGS[3:],
+        *STEERING_BINDINGS[4:],
         *[Binding(str(i), f"tab('{tab_id}')", title, show=False) for i, (tab_id, title, *_) in enumerate(TABS, 1)],
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),
@@ -115,10 +118,10 @@ class ConsoleApp(SteeringKeys, App[int]):
         with Horizontal(id="main"):
             yield PlanPane(id="plan")
             with Vertical(id="right"):
-                yield build_pane(self.ctx, *GPU_PANE, "GPUs", id="gpus")
-                yield from compose_tabs(self.ctx, id="logs")
+                yield build_pane(self.ctx, *GPU_PANE, id="gpus")
+                yield LogTabs(self.ctx, id="logs")
         yield DetailLine("", id="detail")
-        yield Footer()
+        yield KeyBar(id="keys")
 
     def _header_text(self) -> str:
         plan = self.ctx.plan
@@ -319,7 +322,7 @@ class ConsoleApp(SteeringKeys, App[int]):
         self.call_from_thread(self.notify, text)
 
     def action_tab(self, tab_id: str) -> None:
-        self.query_one(TabbedContent).active = tab_id
+        self.query_one(LogTabs).active = tab_id
 
     def action_help(self) -> None:
         from eagle_console.tui.screens.help import HelpScreen

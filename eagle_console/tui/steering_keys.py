@@ -32,18 +32,6 @@ STEERING_BINDINGS = [
 STEERING_MUTATING = frozenset({"run", "next", "rollback", "kill_orphans"})
 
 
-def _pane_or_none(module: str, name: str) -> type | None:
-    """A pane class from the panes engineer's module, or None while that module does not exist yet."""
-    import importlib
-
-    try:
-        return getattr(importlib.import_module(module), name)
-    except ModuleNotFoundError as exc:
-        if exc.name != module:
-            raise
-        return None
-
-
 class SteeringKeys:
     ctx: ConsoleContext
     _seen_event_id: int = 0
@@ -155,38 +143,44 @@ class SteeringKeys:
             text, severity = str(exc), "error"
         self.call_from_thread(self.notify, text, severity=severity)  # type: ignore[attr-defined]
 
-    # -- K, f, / : the panes engineer's screens and panes -----------------------------------------------
+    # -- K, f, / ----------------------------------------------------------------------------------------
 
     def action_kill_orphans(self) -> None:
+        from eagle_console.tui.screens.kill import KillScreen
+
         if self.ctx.readonly:
             return
-        screen = _pane_or_none("eagle_console.tui.screens.kill", "KillScreen")
-        if screen is None:
-            self.notify("killing orphans from the console arrives with issue 4 "  # type: ignore[attr-defined]
-                        "(meanwhile: eagle-console orphans PLAN --kill)", severity="warning")
-            return
-        self.push_screen(screen(self.ctx))  # type: ignore[attr-defined]
+        self.push_screen(KillScreen(self.ctx))  # type: ignore[attr-defined]
 
-    def _output_pane(self) -> Any:
-        cls = _pane_or_none("eagle_console.tui.panes.output", "OutputPane")
-        if cls is None:
-            return None
-        found = self.query(cls)  # type: ignore[attr-defined]
+    def _log_view(self) -> Any:
+        """The log the operator means: the one holding focus, else the one in the shown tab."""
+        from eagle_console.tui.panes._logview import LogView
+        from eagle_console.tui.panes.logs import LogTabs
+
+        node = self.focused  # type: ignore[attr-defined]
+        while node is not None:
+            if isinstance(node, LogView):
+                return node
+            node = node.parent
+        tabs = self.query_one(LogTabs)  # type: ignore[attr-defined]
+        found = tabs.query(f"#{tabs.active} LogView")
         return found.first() if found else None
 
     def action_follow(self) -> None:
-        pane = self._output_pane()
-        if pane is None or not hasattr(pane, "toggle_follow"):
-            self.notify("the Output pane arrives with issue 3", severity="warning")  # type: ignore[attr-defined]
+        view = self._log_view()
+        if view is None:
+            self.notify("f follows the Server, NCCL or Output log: open one of those tabs (1, 2, 3)",  # type: ignore[attr-defined]
+                        severity="warning")
             return
-        pane.toggle_follow()
+        view.toggle_follow()
 
     def action_filter(self) -> None:
-        pane = self._output_pane()
-        if pane is None or not hasattr(pane, "open_filter"):
-            self.notify("the Output pane arrives with issue 3", severity="warning")  # type: ignore[attr-defined]
+        view = self._log_view()
+        if view is None:
+            self.notify("/ filters the Server, NCCL or Output log: open one of those tabs (1, 2, 3)",  # type: ignore[attr-defined]
+                        severity="warning")
             return
-        pane.open_filter()
+        view.open_filter()
 
     # -- the Detail line's drafter findings (files read off the loop) ---------------------------------------
 
