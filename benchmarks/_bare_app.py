@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import os
+import time
 
 from textual.app import App, ComposeResult
 from textual.widgets import Footer, Static
 
 
 def process_age() -> float:
-    """Seconds since this process started, from /proc (the same clock the console reports with)."""
+    """Seconds since this process was spawned, on the clock the console reports with (startup.py's
+    CLOCK_MONOTONIC reading at spawn when given, else /proc)."""
+    if os.environ.get("EAGLE_CONSOLE_SPAWNED_AT"):
+        return time.monotonic() - float(os.environ["EAGLE_CONSOLE_SPAWNED_AT"])
     with open("/proc/self/stat", "rb") as f:
         start_ticks = int(f.read().rsplit(b")", 1)[1].split()[19])
     with open("/proc/uptime", "rb") as f:

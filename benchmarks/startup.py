@@ -1,11 +1,19 @@
 """Time to first screen: the console vs a bare Textual app, process start → first paint, same run.
 
-Both run headless, and from `call_after_refresh` in on_mount print their process age (/proc: from
-exec to the first paint, so interpreter start and imports count, exit does not) and exit (the console
-when EAGLE_CONSOLE_EXIT_AFTER_FIRST_PAINT=1). Prints each median, the ratio (target ≤ 1.5x) and which heavy
-modules (torch, safetensors, numpy) the console process had loaded when it exited.
+Both run headless, and from `call_after_refresh` in on_mount print the time from their spawn to the
+first paint (so interpreter start and imports count, exit does not) and exit (the console when
+EAGLE_CONSOLE_EXIT_AFTER_FIRST_PAINT=1). The clock: this script puts its CLOCK_MONOTONIC reading at spawn
+in EAGLE_CONSOLE_SPAWNED_AT and the child subtracts it from its own (one system-wide clock, µs resolution;
+/proc's process start time counts in 10 ms ticks, too coarse for a 1.5x target on ~300 ms).
 
-    .venv/bin/python benchmarks/startup.py [--reps 7] [--plan PLAN]
+Both get the same terminal size, 120x40, through COLUMNS/LINES: without a terminal, Rich guesses 80x25
+and the headless driver 80x24, so an app that lays out before the driver's first resize lays out twice,
+a cost no real terminal has.
+
+Prints each median, the ratio (target ≤ 1.5x) and which heavy modules (torch, safetensors, numpy) the
+console process had loaded when it exited.
+
+    .venv/bin/python benchmarks/startup.py [--reps 15] [--plan PLAN]
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,7 +44,8 @@ run = "echo hi"
 
 
 def timed(argv: list[str], env: dict[str, str]) -> tuple[float, str]:
-    """(seconds from process start to first paint as the process itself reports it, stdout)."""
+    """(seconds from spawn to first paint as the process itself reports it, stdout)."""
+    env = {**env, "EAGLE_CONSOLE_SPAWNED_AT": repr(time.monotonic())}
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, cwd=ROOT)
     line = next((x for x in proc.stdout.splitlines() if x.startswith("first-paint")), None)
     if proc.returncode != 0 or line is None:
@@ -45,7 +55,7 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, str]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--plan", default=None, help="plan to open (default: a one-step plan in a temp dir)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="eagle-startup-"))
@@ -57,7 +67,8 @@ def main() -> int:
            # recompile the console's own sources (the bare app's Textual came compiled from pip), so both
            # write theirs once, under a prefix outside the tree, in the warm-up run below.
            "PYTHONPYCACHEPREFIX": str(tmp / "pycache"), "EAGLE_CONSOLE_STATE": str(tmp / "state"),
-           "EAGLE_CONSOLE_GPU_BACKEND": os.environ.get("EAGLE_CONSOLE_GPU_BACKEND", "none")}
+           "EAGLE_CONSOLE_GPU_BACKEND": os.environ.get("EAGLE_CONSOLE_GPU_BACKEND", "none"),
+           "COLUMNS": "120", "LINES": "40"}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     console = [sys.executable, "-m", "eagle_console", "tui", str(plan)]
     bare = [sys.executable, str(ROOT / "benchmarks" / "_bare_app.py")]
@@ -73,8 +84,14 @@ def main() -> int:
     c, b = statistics.median(c_times), statistics.median(b_times)
     print(f"console first paint: median {c * 1000:.0f} ms over {args.reps} (min {min(c_times) * 1000:.0f})")
     print(f"bare app first paint: median {b * 1000:.0f} ms over {args.reps} (min {min(b_times) * 1000:.0f})")
-    ratio = c / b
-    print(f"ratio {ratio:.2f}x (target <= 1.5x): {'ok' if ratio <= 1.5 else 'OVER'}")
+    # Each console run is paired with the bare run right after it: the machine's load drifts (2 shared
+    # cores), and a pair sees about the same load, so the median of the pairs' ratios is the steadier figure.
+    pairs = sorted(ct / bt for ct, bt in zip(c_times, b_times, strict=True))
+    ratio = statistics.median(pairs)
+    print(f"ratio of the medians {c / b:.2f}x; of the fastest runs {min(c_times) / min(b_times):.2f}x")
+    print(f"ratio, median of the {len(pairs)} interleaved pairs: {ratio:.2f}x "
+          f"(quartiles {pairs[len(pairs) // 4]:.2f}-{pairs[(3 * len(pairs)) // 4]:.2f}; target <= 1.5x): "
+          f"{'ok' if ratio <= 1.5 else 'OVER'}")
     print(f"console at exit: {heavy}" if heavy else "the console did not report its modules")
     return 0 if ratio <= 1.5 and heavy and "=yes" not in heavy else 1
 

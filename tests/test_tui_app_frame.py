@@ -309,3 +309,21 @@ def test_export_from_the_palette_writes_beside_the_state_dir(plan_file: Path):
     target = asyncio.run(go())
     text = target.read_text()
     assert "# Console test plan" in text and "0.2" in text
+
+
+def test_titles_are_shown_as_written_not_as_markup(tmp_path: Path):
+    """A title is text, not Rich markup: brackets and :codes: show as typed (a "[/]" used to crash the tree)."""
+    path = tmp_path / "plan.toml"
+    path.write_text('[plan]\nid = "markup"\ntitle = "t"\nnode = "2x [PCIe] box"\n\n[[phase]]\nid = "0"\ntitle = "Probe [/] [bold]x"\n\n'
+                    '[[phase.step]]\nid = "0.1"\ntitle = "Check [red]vocab[/red] :rocket:"\nrun = "true"\n')
+
+    async def go():
+        app = _app(path)
+        async with app.run_test(size=(120, 36)) as pilot:
+            assert await _until(pilot, lambda: app.snapshot is not None and app.ctx.selected_step_id == "0.1")
+            assert "Probe [/] [bold]x" in _label(app, "0")
+            assert "Check [red]vocab[/red] :rocket:" in _label(app, "0.1")
+            assert "2x [PCIe] box" in str(app.query_one("#header").render())
+        app.ctx.journal.close()
+
+    asyncio.run(go())

@@ -7,6 +7,7 @@ command (cli/demo_cmds.py) builds its node and plan, then calls `open_console` t
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 from pathlib import Path
 
@@ -47,6 +48,18 @@ def cmd_tui(args: argparse.Namespace) -> int:
 def open_console(plan_path: str | os.PathLike[str], *, state_dir: str | None = None, readonly: bool = False,
                  sim_dir: Path | None = None) -> int:
     """Load the plan (CliError on a bad one), run the console until quit, say what keeps running."""
+    # Startup builds mostly long-lived objects (modules, styles, widgets); cyclic collections during it
+    # only walk them again and again (~60 ms before the first frame). The App collects once, freezes
+    # what survived and turns collection back on after its first frame (ConsoleApp._settle_gc).
+    gc.disable()
+    try:
+        return _run_console(plan_path, state_dir=state_dir, readonly=readonly, sim_dir=sim_dir)
+    finally:
+        gc.enable()
+
+
+def _run_console(plan_path: str | os.PathLike[str], *, state_dir: str | None, readonly: bool,
+                 sim_dir: Path | None) -> int:
     plan = load_plan(plan_path, state_dir)
     if sim_dir is not None:  # runs started from this console see the simulated node too
         os.environ["EAGLE_CONSOLE_SIM"] = str(Path(sim_dir).resolve())

@@ -7,6 +7,7 @@ widget change. Keys that change something go through `tui.actions` in thread wor
 
 from __future__ import annotations
 
+import gc
 import os
 import socket
 import sys
@@ -71,7 +72,11 @@ class FirstPaint:
 
 
 def _process_age() -> float:
-    """Seconds since this process started (Linux /proc; 0.0 elsewhere)."""
+    """Seconds since this process was spawned: from the spawner's CLOCK_MONOTONIC reading when it passed
+    one (benchmarks/startup.py), else from /proc (10 ms ticks; Linux), else 0.0."""
+    spawned = os.environ.get("EAGLE_CONSOLE_SPAWNED_AT")
+    if spawned:
+        return time.monotonic() - float(spawned)
     try:
         with open("/proc/self/stat", "rb") as f:
             start_ticks = int(f.read().rsplit(b")", 1)[1].split()[19])
@@ -113,8 +118,8 @@ class ConsoleApp(SteeringKeys, App[int]):
     # -- layout -----------------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        yield Static(self._header_text(), id="header")
-        yield Static("", id="banner")
+        yield Static(self._header_text(), id="header", markup=False)
+        yield Static("", id="banner", markup=False)  # TOML errors quote "[phase]" and the like
         with Horizontal(id="main"):
             yield PlanPane(id="plan")
             with Vertical(id="right"):
@@ -159,10 +164,21 @@ class ConsoleApp(SteeringKeys, App[int]):
             return
         self._poll()
         self.call_after_refresh(mount_hidden_panes, self)
+        self.set_timer(0.5, self._settle_gc)
+
+    @staticmethod
+    def _settle_gc() -> None:
+        """`open_console` runs the startup with the cyclic GC off: collect once, now that the first screen
+        is up, keep what survived out of later collections, and collect as usual from here on."""
+        if not gc.isenabled():
+            gc.collect()
+            gc.freeze()
+            gc.enable()
 
     def _tick(self) -> None:
         if self.snapshot and any(s.status == "in_progress" for s in self.snapshot.states.values()):
-            self.query_one(PlanPane).refresh_labels()
+            for pane in self.query(PlanPane):  # none while the app exits
+                pane.refresh_labels()
 
     # -- live: journal and plan file --------------------------------------------------------------------
 
@@ -208,8 +224,14 @@ class ConsoleApp(SteeringKeys, App[int]):
             journal = Journal.for_plan(load.plan)
         self.post_message(PlanFileChanged(load, journal))
 
+    def _shutting_down(self) -> bool:
+        """The poller's last message can land while the app exits and its panes are already gone."""
+        return self._exit or not self.query(PlanPane)
+
     @on(JournalChanged)
     def _journal_changed(self, message: JournalChanged) -> None:
+        if self._shutting_down():
+            return
         self._show_snapshot(message.snapshot)
         self.steering_journal_changed()
 
@@ -220,6 +242,10 @@ class ConsoleApp(SteeringKeys, App[int]):
 
     @on(PlanFileChanged)
     def _plan_changed(self, message: PlanFileChanged) -> None:
+        if self._shutting_down():
+            if message.journal is not None:
+                message.journal.close()
+            return
         banner = self.query_one("#banner", Static)
         load = message.load
         if load.plan is None:

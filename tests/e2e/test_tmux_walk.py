@@ -95,7 +95,7 @@ def test_demo_walk(demo, size):
         assert len(lines) == size[1] and max(len(x) for x in lines) <= size[0]
         term.wait(r"orphan", 20)  # the GPUs pane lists the demo's orphaned workers
         term.keys("n")  # 0.1: gpu.kill asks first
-        term.wait(r"(?i)run 0\.1|kill", 10)
+        term.wait(r"Run 0\.1 .*\?[\s\S]*Enter confirm", 10)  # the dialog, not the tree's "Kill …"
         term.keys("y")
         term.wait(step_done("0.1"), 40)
         term.keys("n")  # 0.2: json.set + drafter.check
@@ -114,13 +114,13 @@ def test_demo_walk(demo, size):
         term.keys("4")
         term.wait(r"(?i)samples|projected|fit", 40)
         term.keys("K")  # the kill modal opens; nothing of ours to kill is preselected now
-        term.wait(r"(?i)orphan|holder|signal", 10)
+        term.wait(r"Kill GPU processes", 10)
         term.keys("Escape")
         term.keys("m")  # mark 1.1 (the selected step) by hand
         term.wait(r"(?i)mark 1\.1", 10)
         term.keys("Escape")
         term.keys("u")  # roll back the running extraction: the confirmation lists what will be undone
-        term.wait(r"(?i)roll ?back", 10)
+        term.wait(r"Roll back 1\.1[\s\S]*Enter roll back", 10)  # not the detail line's "rollback:"
         term.keys("Enter")
         term.wait(r"↺\s*!?\s*1\.1\s", 40)
     finally:

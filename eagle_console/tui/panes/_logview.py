@@ -211,7 +211,7 @@ class LogView(Vertical):
 
     def compose(self):
         self.body = LogLines(self, self._styler)
-        self.status = Static("", classes="logview-status")
+        self.status = Static("", classes="logview-status", markup=False)  # shows the filter as typed
         yield self.body
         yield self.status
 

@@ -88,7 +88,7 @@ class ExtractionPane(Vertical):
 
     def compose(self):
         yield Static("", id="ex-warning")
-        yield Static("no extraction step in this plan", id="ex-title")
+        yield Static("no extraction step in this plan", id="ex-title", markup=False)
         yield ProgressBar(total=None, show_eta=False, id="ex-bar")
         yield Static("", id="ex-figures")
 

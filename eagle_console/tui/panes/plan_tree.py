@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from rich.text import Text
 from textual.widgets import Tree
 
 from eagle_console.journal.status import plan_statuses, unmet_needs
@@ -31,7 +32,9 @@ class PlanPane(Tree[str]):
     BORDER_TITLE = "PLAN"
 
     def __init__(self, **kwargs) -> None:
-        super().__init__("plan", **kwargs)
+        # Labels are Text, never str: Tree parses a str as Rich markup, so a title holding "[...]" would be
+        # misread, and the markup parser's first use imports Rich's emoji table (~5 ms at startup).
+        super().__init__(Text("plan"), **kwargs)
         self.show_root = False
         self.guide_depth = _GUIDE
         self._plan: Plan | None = None
@@ -106,10 +109,10 @@ class PlanPane(Tree[str]):
         self.clear()
         self._item_nodes = {}
         for phase in plan.phases:
-            pnode = self.root.add(phase.title, data=phase.id, expand=phase.id not in collapsed)
+            pnode = self.root.add(Text(phase.title), data=phase.id, expand=phase.id not in collapsed)
             self._item_nodes[phase.id] = pnode
             for step in phase.steps:
-                self._item_nodes[step.id] = pnode.add_leaf(step.title, data=step.id)
+                self._item_nodes[step.id] = pnode.add_leaf(Text(step.title), data=step.id)
         self._shape = _shape(plan)
         if selected in self._item_nodes:
             self.call_after_refresh(self.select_id, selected)

@@ -23,7 +23,7 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Static(self._title, id="dialog-title")
+            yield Static(self._title, id="dialog-title", markup=False)
             if self._body:
                 yield Static(self._body, id="dialog-body", markup=False)
             yield Static("Enter confirm · Esc cancel", id="dialog-keys")

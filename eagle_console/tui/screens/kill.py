@@ -99,7 +99,7 @@ class KillScreen(ModalScreen[dict | None]):
             table: DataTable = DataTable(id="kill-table", cursor_type="row", zebra_stripes=True)
             yield table
             yield Static("", id="kill-plan")
-            yield Static("", id="kill-progress")
+            yield Static("", id="kill-progress", markup=False)
             yield Static("space select · enter send SIGTERM · esc close", classes="hint", id="kill-hint")
 
     def on_mount(self) -> None:

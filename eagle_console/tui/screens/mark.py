@@ -25,7 +25,7 @@ class MarkScreen(ModalScreen["tuple[str, str | None] | None"]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Label(f"Mark {self.step_id} — {self.step_title}", id="dialog-title")
+            yield Label(f"Mark {self.step_id} — {self.step_title}", id="dialog-title", markup=False)
             yield Label(f"now {self.current}; choose a status, Enter", classes="hint")
             yield OptionList(*[Option(f"{GLYPHS[s]} {s}", id=s) for s in STATUSES], id="statuses")
             yield Input(placeholder="note (optional) — Enter to mark, Esc to cancel", id="note")

@@ -18,7 +18,7 @@ class NoteScreen(ModalScreen["str | None"]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Label(f"Note on {self.step_id} — {self.step_title}", id="dialog-title")
+            yield Label(f"Note on {self.step_id} — {self.step_title}", id="dialog-title", markup=False)
             yield Input(placeholder="a decision or an observation — Enter to save, Esc to cancel", id="note")
 
     def on_mount(self) -> None:

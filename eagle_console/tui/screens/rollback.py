@@ -44,7 +44,7 @@ class RollbackScreen(ModalScreen["bool | None"]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Static(self._title_text(), id="dialog-title")
+            yield Static(self._title_text(), id="dialog-title", markup=False)
             yield Static(order_text(self.choice, self.cascade), id="rollback-order", markup=False)
             yield Static("Enter roll back · c toggle --cascade · Esc cancel", id="dialog-keys")
 
