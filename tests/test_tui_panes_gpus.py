@@ -103,3 +103,19 @@ def test_no_driver_is_one_line_and_the_pane_keeps_polling(tmp_path, monkeypatch)
             assert rows.startswith("No GPUs:") and "none" in rows and "\n" not in rows
 
     asyncio.run(main())
+
+
+def test_a_gpu_row_fits_its_width_and_keeps_what_matters_longest():
+    from eagle_console.node.gpus import GpuSample
+    from eagle_console.tui.panes.gpus import gpu_row
+
+    g = GpuSample(index=7, name="NVIDIA RTX PRO 6000 Blackwell Workstation Edition", memory_total_mib=97887,
+                  memory_used_mib=82000, utilization_pct=97, temperature_c=71, power_w=580, power_limit_w=600,
+                  pcie_gen=5, pcie_width=16)
+    assert gpu_row(g).plain.startswith("7 RTX PRO 6000") and "Gen5x16" in gpu_row(g).plain
+    for width in range(23, 100):
+        row = gpu_row(g, width).plain
+        assert len(row) <= width, (width, row)
+        assert row.startswith("7 ") and "80.1/95.6" in row and "97%" in row  # index, memory, utilisation stay
+    assert "RTX" not in gpu_row(g, 70).plain and "Gen5x16" in gpu_row(g, 70).plain  # the name goes first
+    assert "71°C" in gpu_row(g, 30).plain and "580" not in gpu_row(g, 30).plain

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 REFRESH_S = 1.0
 BAR = 12
+MIN_BAR = 5  # a narrower memory bar says nothing
 NA = "N/A"
 
 
@@ -65,20 +66,44 @@ def mem_bar(used: float | None, total: float | None, width: int = BAR) -> Text:
     return Text("█" * full, style=style) + Text("░" * (width - full), style="dim")
 
 
-def gpu_row(g: GpuSample) -> Text:
-    mem = f"{_num(_gib(g.memory_used_mib), '.1f')}/{_num(_gib(g.memory_total_mib), '.1f')} GiB"
+def gpu_row(g: GpuSample, width: int | None = None) -> Text:
+    """One line per GPU, so all eight fit in the pane: when `width` is short of the full row, the name
+    goes first (the border title names the model when every GPU shares it), then the PCIe link, then the
+    power limit, then the memory bar narrows, then power and temperature go. Never wraps."""
     util = f"{_num(g.utilization_pct, '.0f')}%" if g.utilization_pct is not None else NA
     temp = f"{_num(g.temperature_c, '.0f')}°C" if g.temperature_c is not None else NA
-    power = f"{_num(g.power_w, '.0f')}/{_num(g.power_limit_w, '.0f')}W"
     link = f"Gen{g.pcie_gen}x{g.pcie_width}" if g.pcie_gen and g.pcie_width else "PCIe N/A"
-    row = Text(f"{g.index:<2}{short_name(g.name):<16} ")
-    row += mem_bar(g.memory_used_mib, g.memory_total_mib)
-    row += Text(f" {mem:>15} {util:>4} {temp:>5} {power:>9} {link}")
+    used, total = _num(_gib(g.memory_used_mib), ".1f"), _num(_gib(g.memory_total_mib), ".1f")
+    gib, short = f"{used}/{total} GiB", f"{used}/{total}G"
+    power, watts = f"{_num(g.power_w, '.0f')}/{_num(g.power_limit_w, '.0f')}W", f"{_num(g.power_w, '.0f')}W"
+    # (name, memory as (text, cells), power as (text, cells) or None, temperature, link), widest first;
+    # the memory bar takes what the line has left, up to BAR cells
+    layouts = (
+        (True, (gib, 15), (power, 9), True, True),
+        (False, (gib, 15), (power, 9), True, True),
+        (False, (gib, 15), (power, 9), True, False),
+        (False, (gib, 15), (watts, 5), True, False),
+        (False, (short, 10), (watts, 5), True, False),
+        (False, (short, 10), None, True, False),
+        (False, (short, 10), None, False, False),
+    )
+    for with_name, (mem, mem_w), pw, with_temp, with_link in layouts:
+        head = f"{g.index:<2}" + (f"{short_name(g.name):<16} " if with_name else "")
+        tail = (f" {mem:>{mem_w}} {util:>4}" + (f" {temp:>5}" if with_temp else "")
+                + (f" {pw[0]:>{pw[1]}}" if pw else "") + (f" {link}" if with_link else ""))
+        bar = BAR if width is None else min(BAR, width - len(head) - len(tail))
+        if bar >= (BAR if with_name else MIN_BAR):  # the name goes before the bar narrows
+            break
+    bar = max(bar, MIN_BAR)
+    row = Text(head, no_wrap=True, overflow="ellipsis")
+    row += mem_bar(g.memory_used_mib, g.memory_total_mib, bar)
+    row += Text(tail)
     return row
 
 
 def holders_table(holders: list[Holder]) -> Text:
-    out = Text("PID      GPU  MiB     CLASS    OWNER  COMMAND\n", style="bold")
+    # One line per process, cut with … at the pane's edge rather than wrapped under the columns.
+    out = Text("PID      GPU  MiB     CLASS    OWNER  COMMAND\n", style="bold", no_wrap=True, overflow="ellipsis")
     if not holders:
         return out + Text("no GPU processes", style="dim")
     for h in holders:
@@ -95,15 +120,23 @@ def holders_table(holders: list[Holder]) -> Text:
     return out
 
 
-def render_reading(reading: GpuReading) -> tuple[Text, Text]:
+def render_reading(reading: GpuReading, width: int | None = None) -> tuple[Text, Text]:
     sample = reading.sample
     if sample.backend == "none" or (sample.error and not sample.gpus):
         head = Text(f"No GPUs: {sample.error or 'no NVIDIA driver'}", style="yellow")
     else:
-        head = Text("\n").join(gpu_row(g) for g in sample.gpus)
+        head = Text("\n", no_wrap=True, overflow="ellipsis").join(gpu_row(g, width) for g in sample.gpus)
         if sample.error:
             head += Text(f"\n{sample.error}", style="yellow")
     return head, holders_table(reading.holders)
+
+
+def models_title(sample: NodeSample) -> str:
+    """`GPUs · 8x RTX PRO 6000` when every GPU is the same model (the rows may then leave the name out)."""
+    names = {short_name(g.name) for g in sample.gpus}
+    if len(names) == 1 and sample.gpus:
+        return f"GPUs · {len(sample.gpus)}x {names.pop()}"
+    return "GPUs"
 
 
 class GpuPane(VerticalScroll):
@@ -112,8 +145,8 @@ class GpuPane(VerticalScroll):
     BORDER_TITLE = "GPUs"
     DEFAULT_CSS = """
     GpuPane { height: 1fr; }
-    GpuPane > #gpu-rows { height: auto; }
-    GpuPane > #gpu-procs { height: auto; margin-top: 1; }
+    GpuPane > #gpu-rows { height: auto; text-wrap: nowrap; text-overflow: ellipsis; }
+    GpuPane > #gpu-procs { height: auto; margin-top: 1; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     def __init__(self, ctx: ConsoleContext, *, refresh_s: float = REFRESH_S, **kwargs) -> None:
@@ -155,12 +188,24 @@ class GpuPane(VerticalScroll):
     def _show(self, reading: GpuReading) -> None:
         self.last = reading
         self.polls += 1
-        head, procs = render_reading(reading)
+        self._draw()
+
+    def on_resize(self) -> None:
+        if self.last is not None:
+            self._draw()
+
+    def _draw(self) -> None:
+        assert self.last is not None
+        width = self.scrollable_content_region.width or None
+        if width is not None and not self.show_vertical_scrollbar:  # the holders may bring one in
+            width -= self.styles.scrollbar_size_vertical
+        head, procs = render_reading(self.last, width)
         key = (head.plain, procs.plain)
         if key != self._shown:  # idle node: nothing to repaint
             self._shown = key
             self.query_one("#gpu-rows", Static).update(head)
             self.query_one("#gpu-procs", Static).update(procs)
+        self.border_title = models_title(self.last.sample)
 
     def _failed(self, exc: BaseException) -> None:
         self.query_one("#gpu-rows", Static).update(Text(f"GPU reading failed: {exc}", style="red"))
