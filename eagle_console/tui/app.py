@@ -362,7 +362,7 @@ class ConsoleApp(SteeringKeys, App[int]):
             if binding.action.startswith("tab("):
                 continue
             keys.append((key, binding.description))
-        keys.append(("1…5", " / ".join(title for _, title, *_ in TABS) + " tab"))
+        keys.append(("1…5", ", ".join(title for _, title, *_ in TABS) + " tab"))  # one line in the dialog
         keys.extend(EXTRA_KEYS)
         self.push_screen(HelpScreen(keys, self.readonly))
 
