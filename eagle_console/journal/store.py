@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from eagle_console.journal.operator import current_operator
 from eagle_console.journal.status import DONE, STATUSES
@@ -51,8 +51,9 @@ class Refused(Exception):
         self.at = at
 
 
-@dataclass(frozen=True)
-class Event:
+# The read-only records are NamedTuples (cheap to define: this module loads before the console's first
+# screen; see plan/model.py); Run is built up event by event, so it stays a (mutable) dataclass.
+class Event(NamedTuple):
     id: int
     at: float
     kind: str
@@ -62,8 +63,7 @@ class Event:
     data: dict[str, Any]
 
 
-@dataclass(frozen=True)
-class StepState:
+class StepState(NamedTuple):
     status: str
     at: float
     who: str | None
@@ -72,16 +72,14 @@ class StepState:
     reason: str | None = None
 
 
-@dataclass(frozen=True)
-class Note:
+class Note(NamedTuple):
     step_id: str
     text: str
     who: str | None
     at: float
 
 
-@dataclass(frozen=True)
-class Result:
+class Result(NamedTuple):
     step_id: str
     run_id: int | None
     name: str

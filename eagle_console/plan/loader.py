@@ -1,4 +1,4 @@
-"""Load and validate a game plan (plan-format.md) into `plan.model` dataclasses.
+"""Load and validate a game plan (plan-format.md) into `plan.model` records.
 
 Every problem is collected, with the line and column it is at, before anything is refused: the
 operator fixes a plan in one pass. Whatever the file holds, the result is a Plan or a PlanError.
@@ -11,9 +11,8 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from eagle_console.plan.durations import DurationError, parse_duration
 from eagle_console.plan.export import TODO_LABEL_FIELDS, label_fields
@@ -47,8 +46,7 @@ SERVICE_BUILTINS = frozenset({"sglang.server"})
 CONFIRM_BUILTINS = frozenset({"gpu.kill"})
 
 
-@dataclass(frozen=True)
-class PlanIssue:
+class PlanIssue(NamedTuple):
     line: int | None
     column: int | None
     message: str

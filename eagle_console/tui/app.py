@@ -12,9 +12,8 @@ import os
 import socket
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from textual import events, on, work
 from textual.app import App, ComposeResult
@@ -65,8 +64,7 @@ class PlanFileChanged(Message):
         self.journal = journal  # a new journal when the plan's state dir moved (its id changed)
 
 
-@dataclass
-class FirstPaint:
+class FirstPaint(NamedTuple):
     seconds: float  # from process start to the first refresh
     modules: dict[str, bool]
 

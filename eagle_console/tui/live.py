@@ -6,23 +6,24 @@ Everything here blocks (SQLite, stat, TOML parsing), so the App calls it from a 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
+
+from eagle_console.plan.model import EMPTY
 
 if TYPE_CHECKING:
     from eagle_console.journal import Journal, Note, Run, StepState
     from eagle_console.plan.model import Plan
 
 
-@dataclass(frozen=True)
-class Snapshot:
+class Snapshot(NamedTuple):
     """The journal as the Plan pane and the Detail line need it, read in one go."""
 
     event_id: int
-    states: dict[str, StepState] = field(default_factory=dict)
-    runs: dict[str, Run] = field(default_factory=dict)  # latest action run per step
-    notes: dict[str, list[Note]] = field(default_factory=dict)
+    states: Mapping[str, StepState] = EMPTY
+    runs: Mapping[str, Run] = EMPTY  # latest action run per step
+    notes: Mapping[str, list[Note]] = EMPTY
 
     def statuses(self) -> dict[str, str]:
         return {k: v.status for k, v in self.states.items()}
@@ -41,8 +42,7 @@ def read_snapshot(journal: Journal) -> Snapshot:
     return Snapshot(event_id, journal.states(), runs, notes)
 
 
-@dataclass(frozen=True)
-class FileStamp:
+class FileStamp(NamedTuple):
     mtime_ns: int
     size: int
     ino: int
@@ -57,8 +57,7 @@ def stamp(path: Path) -> FileStamp | None:
     return FileStamp(st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-@dataclass(frozen=True)
-class PlanLoad:
+class PlanLoad(NamedTuple):
     """The outcome of reloading the plan file: a plan, or the first error as file:line:column: message."""
 
     plan: Plan | None

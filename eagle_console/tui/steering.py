@@ -7,7 +7,7 @@ what the operator should read, so the console and the CLI say the same thing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from eagle_console.journal import Refused
 
@@ -18,8 +18,7 @@ if TYPE_CHECKING:
     from eagle_console.plan.model import Plan, Step
 
 
-@dataclass(frozen=True)
-class NextChoice:
+class NextChoice(NamedTuple):
     """What `n` found: a step to run, a manual step to do by hand, or nothing (with why)."""
 
     step: Step | None
