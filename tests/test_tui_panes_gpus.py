@@ -101,6 +101,7 @@ def test_no_driver_is_one_line_and_the_pane_keeps_polling(tmp_path, monkeypatch)
             await until(pilot, lambda: pane.polls >= 2, what="two polls")
             rows = str(pane.query_one("#gpu-rows").render())
             assert rows.startswith("No GPUs:") and "none" in rows and "\n" not in rows
+            assert pane.query_one("#gpu-rows").has_class("-message")  # the reason wraps, GPU rows do not
 
     asyncio.run(main())
 

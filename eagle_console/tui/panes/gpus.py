@@ -146,6 +146,7 @@ class GpuPane(VerticalScroll):
     DEFAULT_CSS = """
     GpuPane { height: 1fr; }
     GpuPane > #gpu-rows { height: auto; text-wrap: nowrap; text-overflow: ellipsis; }
+    GpuPane > #gpu-rows.-message { text-wrap: wrap; }  /* why there are no GPUs: read it whole */
     GpuPane > #gpu-procs { height: auto; margin-top: 1; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
@@ -203,7 +204,9 @@ class GpuPane(VerticalScroll):
         key = (head.plain, procs.plain)
         if key != self._shown:  # idle node: nothing to repaint
             self._shown = key
-            self.query_one("#gpu-rows", Static).update(head)
+            rows = self.query_one("#gpu-rows", Static)
+            rows.update(head)
+            rows.set_class(not self.last.sample.gpus, "-message")
             self.query_one("#gpu-procs", Static).update(procs)
         self.border_title = models_title(self.last.sample)
 
