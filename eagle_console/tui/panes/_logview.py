@@ -12,9 +12,8 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from rich.segment import Segment
 from rich.style import Style
@@ -350,8 +349,7 @@ def service_log(plan: Any, journal: Any, step_id: str | None) -> Path | None:
     return Path(runs[-1].log) if runs else None
 
 
-@dataclass
-class LogBatch:
+class LogBatch(NamedTuple):
     path: Path | None
     reset: bool  # the followed file changed: clear the view
     lines: list[str]

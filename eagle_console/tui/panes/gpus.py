@@ -6,8 +6,7 @@ the event loop only swaps two Text renderables, and only when they changed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from rich.text import Text
 from textual.containers import VerticalScroll
@@ -26,8 +25,7 @@ MIN_BAR = 5  # a narrower memory bar says nothing
 NA = "N/A"
 
 
-@dataclass
-class GpuReading:
+class GpuReading(NamedTuple):
     sample: NodeSample
     holders: list[Holder]
 
