@@ -120,3 +120,16 @@ def test_a_gpu_row_fits_its_width_and_keeps_what_matters_longest():
         assert row.startswith("7 ") and "80.1/95.6" in row and "97%" in row  # index, memory, utilisation stay
     assert "RTX" not in gpu_row(g, 70).plain and "Gen5x16" in gpu_row(g, 70).plain  # the name goes first
     assert "71°C" in gpu_row(g, 30).plain and "580" not in gpu_row(g, 30).plain
+
+
+def test_a_holder_line_names_the_program_and_puts_an_orphans_reason_first():
+    from eagle_console.node.procs import Holder
+    from eagle_console.tui.panes.gpus import holder_command, holders_table
+
+    cmd = "/home/op/envs/sglang/.venv/bin/python3 -m sglang.launch_server --model-path /data/models/Kimi-K2.5 --tp 8"
+    orphan = Holder(4242, 1, "op", cmd, [0, 1], 80697.0, cls="orphan", reason="ppid 1")
+    other = Holder(77, 3000, "op", cmd, [2], 1024.0)
+    assert holder_command(orphan).startswith("ppid 1 · python3 -m sglang.launch_server")
+    assert holder_command(other).startswith("python3 -m sglang.launch_server") and "/home" not in holder_command(other)
+    lines = holders_table([orphan, other]).plain.splitlines()
+    assert lines[1].startswith("4242") and "orphan" in lines[1] and "ppid 1 · python3" in lines[1]

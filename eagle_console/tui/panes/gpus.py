@@ -99,6 +99,15 @@ def gpu_row(g: GpuSample, width: int | None = None) -> Text:
     return row
 
 
+def holder_command(h: Holder, limit: int = 60) -> str:
+    """The command as the operator reads it: the program's name rather than its path (a venv's
+    `/…/.venv/bin/python` takes a narrow pane's whole width), and an orphan's reason before it, where a cut
+    line cannot lose it."""
+    program, _, rest = h.command.partition(" ")
+    command = f"{program.rsplit('/', 1)[-1]} {rest}".strip()[:limit]
+    return f"{h.reason} · {command}" if h.cls == "orphan" and h.reason else command
+
+
 def holders_table(holders: list[Holder]) -> Text:
     # One line per process, cut with … at the pane's edge rather than wrapped under the columns.
     out = Text("PID      GPU  MiB     CLASS    OWNER  COMMAND\n", style="bold", no_wrap=True, overflow="ellipsis")
@@ -107,10 +116,8 @@ def holders_table(holders: list[Holder]) -> Text:
     for h in holders:
         gpus = ",".join(map(str, h.gpus)) or "-"
         mib = f"{h.used_mib:.0f}" if h.used_mib is not None else "fd"
-        command = h.command[:60]
-        if h.cls == "orphan" and h.reason:
-            command = f"{command}  ← {h.reason}"
-        elif not h.in_namespace:
+        command = holder_command(h)
+        if not h.in_namespace:
             command = f"{command} (not in this PID namespace)"
         style = {"orphan": "bold red", "tracked": "green"}.get(h.cls, "")
         out += Text(f"{h.pid:<8} {gpus:<4} {mib:>7} {h.cls:<8} {h.owner or '—':<6} {command}\n", style=style)

@@ -17,6 +17,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
+from eagle_console.tui.panes.gpus import holder_command
+
 if TYPE_CHECKING:
     from eagle_console.node.gpus import GpuBackend
     from eagle_console.node.procs import Holder
@@ -139,9 +141,9 @@ class KillScreen(ModalScreen[dict | None]):
         table = self.query_one(DataTable)
         for h in holders:
             why = refused.get(h.pid)
-            cmd = h.command[:50] + (f"  ← {h.reason}" if h.cls == "orphan" and h.reason else "")
+            cmd = holder_command(h, 50)
             if why:
-                cmd = f"{h.command[:40]}  ✗ {why}"
+                cmd = f"✗ {why} · {holder_command(h, 40)}"
             style = "bold red" if h.cls == "orphan" else "dim" if why else ""
             table.add_row(self._mark(h.pid), Text(str(h.pid), style=style), ",".join(map(str, h.gpus)) or "-",
                           f"{h.used_mib:.0f}" if h.used_mib is not None else "fd", Text(h.cls, style=style),
