@@ -91,6 +91,7 @@ def shoot(node, size: tuple[int, int], *keys: str, settle=None):
             await until(pilot, lambda: app.snapshot is not None and app.ctx.selected_step_id == "0.1",
                         what="journal read and first step selected")
             await until(pilot, lambda: "RTX PRO 6000" in screen_text(app), what="the GPUs pane's first sample")
+            await until(pilot, lambda: "no service log" in screen_text(app), what="the Server pane's first poll")
             for key in keys:
                 await pilot.press(key)
                 await pilot.pause()
@@ -106,12 +107,12 @@ def shoot(node, size: tuple[int, int], *keys: str, settle=None):
 
 @pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
 def test_main_screen(node, size):
-    text = shoot(node, size, settle=lambda s: "no service" in s)
+    text = shoot(node, size)
     assert_snapshot(f"main-{size[0]}x{size[1]}", text)
 
 
 def test_help_screen(node):
-    assert_snapshot("help-120x40", shoot(node, (120, 40), "question_mark"))
+    assert_snapshot("help-120x40", shoot(node, (120, 40), "question_mark", settle=lambda s: "Esc closes" in s))
 
 
 def test_mark_dialog_on_a_failed_step(node):
