@@ -1,5 +1,6 @@
 """Idle CPU of the GPUs pane: a headless App with GpuPane on 8 simulated GPUs at the default 1 s refresh,
-against a bare Textual App measured the same way in the same run (each in its own process).
+and of the whole console (every pane, the journal poll) on a six-step plan, against a bare Textual App
+measured the same way in the same run (each in its own process).
 
     .venv/bin/python benchmarks/idle_cpu.py [--seconds 20]
 """
@@ -62,12 +63,46 @@ def child(kind: str, seconds: float, sim: Path | None) -> None:
     print(json.dumps({"kind": kind, "cpu_pct": round(pct, 2), "polls": marks["polls"]}))
 
 
+def child_console(seconds: float, sim: Path) -> None:
+    """The whole console, as `eagle-console PLAN --sim DIR` builds it, idle on the Server tab."""
+    import psutil
+
+    from eagle_console.journal import Journal
+    from eagle_console.plan.loader import load_plan
+    from eagle_console.tui.app import make_app
+
+    plan_path = Path(tempfile.mkdtemp()) / "plan.toml"
+    steps = "".join(f'[[phase.step]]\nid = "0.{i}"\ntitle = "step {i}"\nrun = "true"\n\n' for i in range(1, 7))
+    plan_path.write_text(f'[plan]\nid = "b"\ntitle = "b"\n\n[[phase]]\nid = "0"\ntitle = "p"\n\n{steps}')
+    plan = load_plan(plan_path)
+    app = make_app(plan, Journal.for_plan(plan), sim_dir=sim)
+    me, marks = psutil.Process(), {}
+
+    def start() -> None:
+        t = me.cpu_times()
+        marks["cpu0"], marks["t0"] = t.user + t.system, time.monotonic()
+        app.set_timer(seconds, stop)
+
+    def stop() -> None:
+        t = me.cpu_times()
+        marks["cpu1"], marks["t1"] = t.user + t.system, time.monotonic()
+        app.exit()
+
+    app.call_later(lambda: app.set_timer(WARMUP_S, start))
+    app.run(headless=True, size=(120, 40))
+    pct = (marks["cpu1"] - marks["cpu0"]) / (marks["t1"] - marks["t0"]) * 100
+    print(json.dumps({"kind": "console", "cpu_pct": round(pct, 2), "polls": 0}))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=20.0)
-    ap.add_argument("--child", choices=("gpu", "bare"))
+    ap.add_argument("--child", choices=("gpu", "bare", "console"))
     ap.add_argument("--sim", type=Path)
     args = ap.parse_args()
+    if args.child == "console":
+        child_console(args.seconds, args.sim)
+        return 0
     if args.child:
         child(args.child, args.seconds, args.sim)
         return 0
@@ -76,7 +111,7 @@ def main() -> int:
     sim = Path(tempfile.mkdtemp()) / "sim"
     gpustate.create_node(sim, gpus=8)
     out = {}
-    for kind in ("bare", "gpu"):
+    for kind in ("bare", "gpu", "console"):
         r = subprocess.run([sys.executable, __file__, "--child", kind, "--seconds", str(args.seconds), "--sim", str(sim)],
                            capture_output=True, text=True, env={**__import__("os").environ,
                                                                 "EAGLE_CONSOLE_GPU_BACKEND": "sim"})
@@ -88,6 +123,8 @@ def main() -> int:
     print(f"idle {args.seconds:g}s, one core: bare Textual app {bare:.2f}% · GpuPane on 8 sim GPUs {gpu:.2f}% "
           f"({out['gpu']['polls']} polls) · extra {gpu - bare:.2f} points · ratio {gpu / bare if bare else float('inf'):.1f}x"
           f" · target < 3%: {'met' if gpu < 3 else 'NOT met'}")
+    print(f"the whole console (GPUs, Server tab shown, four tabs hidden, journal poll): "
+          f"{out['console']['cpu_pct']:.2f}% of one core")
     return 0
 
 

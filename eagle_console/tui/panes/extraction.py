@@ -11,7 +11,7 @@ from rich.text import Text
 from textual.containers import Vertical
 from textual.widgets import ProgressBar, Static
 
-from eagle_console.tui.panes._logview import Poller, step_log
+from eagle_console.tui.panes._logview import HIDDEN_S, Poller, QuietStatic, step_log
 
 if TYPE_CHECKING:
     from eagle_console.plan.model import Plan, Step
@@ -84,13 +84,14 @@ class ExtractionPane(Vertical):
         self.watching: str | None = None
         self._watch: Any = None
         self._key: tuple | None = None
-        self.poller = Poller(self, refresh_s, self._read, self._show, self._failed, name="extraction-poll")
+        self.poller = Poller(self, refresh_s, self._read, self._show, self._failed, name="extraction-poll",
+                             hidden_interval=HIDDEN_S)
 
     def compose(self):
-        yield Static("", id="ex-warning")
-        yield Static("no extraction step in this plan", id="ex-title", markup=False)
+        yield QuietStatic("", id="ex-warning")
+        yield QuietStatic("no extraction step in this plan", id="ex-title", markup=False)
         yield ProgressBar(total=None, show_eta=False, id="ex-bar")
-        yield Static("", id="ex-figures")
+        yield QuietStatic("", id="ex-figures")
 
     def on_mount(self) -> None:
         self.poller.start()

@@ -213,7 +213,9 @@ class GpuPane(VerticalScroll):
             rows.update(head)
             rows.set_class(not self.last.sample.gpus, "-message")
             self.query_one("#gpu-procs", Static).update(procs)
-        self.border_title = models_title(self.last.sample)
+        title = models_title(self.last.sample)
+        if title != self.border_title:  # assigning even the same title repaints the pane
+            self.border_title = title
 
     def _failed(self, exc: BaseException) -> None:
         self.query_one("#gpu-rows", Static).update(Text(f"GPU reading failed: {exc}", style="red"))

@@ -156,6 +156,10 @@ class LogTabs(Vertical):
     def watch_active(self, tab_id: str) -> None:
         self.query_one(ContentSwitcher).current = tab_id
         self.strip.show_active(tab_id)
+        for pane in self.query_one(f"#{tab_id}").children:  # a hidden pane polled slowly: catch up now
+            poller = getattr(pane, "poller", None)
+            if poller is not None:
+                poller.poke()
 
     def on_tab_strip_clicked(self, message: TabStrip.Clicked) -> None:
         self.active = message.tab_id

@@ -91,12 +91,19 @@ class NcclPane(ServiceLogPane):
     def view_lines(self, batch: LogBatch) -> list[str]:
         return batch.digest[1] if batch.digest else []
 
-    def show_digest(self, batch: LogBatch) -> None:
+    def _gpu_pane(self) -> Any:
+        """The console's GPU pane, looked up once (a DOM query on every poll cost ~1 ms)."""
         from eagle_console.tui.panes.gpus import GpuPane
 
-        for screen in self.app.screen_stack[:1]:
-            for pane in screen.query(GpuPane):
-                self.gpu_busy = gpu_busy_from(pane.last)
+        if getattr(self, "_gpus", None) is None:
+            found = self.app.screen_stack[0].query(GpuPane) if self.app.screen_stack else []
+            self._gpus = found.first() if found else None
+        return self._gpus
+
+    def show_digest(self, batch: LogBatch) -> None:
+        gpus = self._gpu_pane()
+        if gpus is not None:
+            self.gpu_busy = gpu_busy_from(gpus.last)
         if batch.digest is None:
             self.head.update(Text("no service log", style="dim"))
             return

@@ -11,7 +11,7 @@ from rich.text import Text
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from eagle_console.tui.panes._logview import Poller
+from eagle_console.tui.panes._logview import HIDDEN_S, Poller
 
 if TYPE_CHECKING:
     from eagle_console.journal.store import Result
@@ -76,7 +76,8 @@ class ResultsPane(Vertical):
         self.ctx = ctx
         self.results: list[Result] = []
         self._key: Any = None
-        self.poller = Poller(self, refresh_s, self._read, self._show, self._failed, name="results-poll")
+        self.poller = Poller(self, refresh_s, self._read, self._show, self._failed, name="results-poll",
+                             hidden_interval=HIDDEN_S)
 
     def compose(self):
         yield Static("", id="results-headline")

@@ -1,0 +1,69 @@
+"""What keeps an idle console idle: hidden tabs poll slowly and catch up when shown; unchanged lines are not
+redrawn. (The CPU figure itself is benchmarks/idle_cpu.py's, not a test's.)"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from enginekit import write_plan
+from tuikit import until
+
+pytest.importorskip("textual")
+
+
+def test_a_hidden_tab_polls_slowly_and_catches_up_when_shown(tmp_path, monkeypatch):
+    from eagle_console.journal import Journal
+    from eagle_console.plan.loader import load_plan
+    from eagle_console.tui.app import make_app
+    from eagle_console.tui.panes._logview import FOLLOW_S, HIDDEN_S
+    from eagle_console.tui.panes.nccl import NcclPane
+
+    monkeypatch.setenv("EAGLE_CONSOLE_GPU_BACKEND", "none")
+    plan = load_plan(write_plan(tmp_path, '[[phase]]\nid = "0"\ntitle = "P"\n\n'
+                                          '[[phase.step]]\nid = "0.1"\ntitle = "x"\nrun = "true"\n'))
+    app = make_app(plan, Journal.for_plan(plan))
+
+    async def main() -> None:
+        async with app.run_test(size=(120, 40)) as pilot:
+            nccl = await until(pilot, lambda: next(iter(app.query(NcclPane)), None), what="NCCL pane built")
+            await until(pilot, lambda: nccl.poller._next_interval() == HIDDEN_S, what="hidden: slow polling")
+            polls = []
+            real_poll = nccl.poller.work
+            monkeypatch.setattr(nccl.poller, "work", lambda: polls.append(1) or real_poll())
+            await pilot.press("2")
+            await until(pilot, lambda: polls, timeout=HIDDEN_S / 2, what="a poll as soon as the tab is shown")
+            await until(pilot, lambda: nccl.poller._next_interval() == FOLLOW_S, what="shown: full rate")
+        app.ctx.journal.close()
+
+    asyncio.run(main())
+
+
+def test_a_quiet_static_redraws_only_what_changed():
+    from rich.text import Text
+    from textual.app import App
+
+    from eagle_console.tui.panes._logview import QuietStatic
+
+    class One(App):
+        def compose(self):
+            yield QuietStatic("")
+
+    app = One()
+
+    async def main() -> None:
+        async with app.run_test() as pilot:
+            line = app.query_one(QuietStatic)
+            refreshes = []
+            real = line.refresh
+            line.refresh = lambda *a, **k: refreshes.append(k) or real(*a, **k)
+            for _ in range(3):
+                line.update(Text("no service log", style="dim"))
+            assert len(refreshes) == 1
+            line.update(Text("no service log", style="bold"))  # same words, other style: redrawn
+            line.update("starting: Load weight begin")
+            assert len(refreshes) == 3
+            assert str(line.render()) == "starting: Load weight begin"
+            await pilot.pause()
+
+    asyncio.run(main())
