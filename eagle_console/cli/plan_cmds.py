@@ -97,7 +97,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     else:
         for r in reports:
             if r["ok"]:
-                print(f"{r['path']}: ok — plan {r['plan']}, {r['phases']} phases, {r['steps']} steps")
+                print(f"{r['path']}: ok — plan {r['plan']}, {_count(r['phases'], 'phase')}, {_count(r['steps'], 'step')}")
             else:
                 for line in r["lines"]:
                     print(line)
@@ -207,3 +207,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     else:
         print_json(export.as_json(plan, statuses, notes, results, runs))
     return 0
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
