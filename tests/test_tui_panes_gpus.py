@@ -120,6 +120,8 @@ def test_a_gpu_row_fits_its_width_and_keeps_what_matters_longest():
         assert row.startswith("7 ") and "80.1/95.6" in row and "97%" in row  # index, memory, utilisation stay
     assert "RTX" not in gpu_row(g, 70).plain and "Gen5x16" in gpu_row(g, 70).plain  # the name goes first
     assert "71°C" in gpu_row(g, 30).plain and "580" not in gpu_row(g, 30).plain
+    h200 = GpuSample(index=0, name="NVIDIA H200", memory_total_mib=143771, memory_used_mib=9400, utilization_pct=0)
+    assert gpu_row(h200, 30).plain.startswith("0 █░")  # 6.5 % of six cells rounds to none: one shows it is held
 
 
 def test_a_holder_line_names_the_program_and_puts_an_orphans_reason_first():

@@ -59,7 +59,7 @@ def mem_bar(used: float | None, total: float | None, width: int = BAR) -> Text:
     if used is None or not total:
         return Text("?" * width, style="dim")
     frac = max(0.0, min(1.0, used / total))
-    full = round(frac * width)
+    full = max(1, round(frac * width)) if used > 0 else 0  # 9 GiB of 140 still shows: something holds memory
     style = "red" if frac > 0.9 else "yellow" if frac > 0.6 else "green"
     return Text("█" * full, style=style) + Text("░" * (width - full), style="dim")
 
