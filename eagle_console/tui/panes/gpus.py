@@ -12,7 +12,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from eagle_console.tui.panes._logview import Poller
+from eagle_console.tui.panes._logview import Poller, QuietStatic
 
 if TYPE_CHECKING:
     from eagle_console.node.gpus import GpuBackend, GpuSample, NodeSample
@@ -162,12 +162,11 @@ class GpuPane(VerticalScroll):
         self.backend: GpuBackend | None = None
         self.last: GpuReading | None = None
         self.polls = 0
-        self._shown: tuple[str, str] = ("", "")
         self.poller = Poller(self, refresh_s, self._read, self._show, self._failed, name="gpu-poll")
 
     def compose(self):
-        yield Static("reading GPUs…", id="gpu-rows")
-        yield Static("", id="gpu-procs")
+        yield QuietStatic("reading GPUs…", id="gpu-rows")
+        yield QuietStatic("", id="gpu-procs")
 
     def on_mount(self) -> None:
         self.poller.start()
@@ -206,13 +205,10 @@ class GpuPane(VerticalScroll):
         if width is not None and not self.show_vertical_scrollbar:  # the holders may bring one in
             width -= self.styles.scrollbar_size_vertical
         head, procs = render_reading(self.last, width)
-        key = (head.plain, procs.plain)
-        if key != self._shown:  # idle node: nothing to repaint
-            self._shown = key
-            rows = self.query_one("#gpu-rows", Static)
-            rows.update(head)
-            rows.set_class(not self.last.sample.gpus, "-message")
-            self.query_one("#gpu-procs", Static).update(procs)
+        rows = self.query_one("#gpu-rows", Static)  # QuietStatic: an idle node repaints nothing
+        rows.update(head)
+        rows.set_class(not self.last.sample.gpus, "-message")
+        self.query_one("#gpu-procs", Static).update(procs)
         title = models_title(self.last.sample)
         if title != self.border_title:  # assigning even the same title repaints the pane
             self.border_title = title
