@@ -65,6 +65,7 @@ class NcclPane(ServiceLogPane):
         super().__init__(ctx, **kwargs)
         self.summary: dict[str, Any] | None = None
         self.gpu_busy: bool | None = None  # from the GPU pane, refreshed on the event loop
+        self._gpus: Any = None  # the console's GPU pane, once found
         self._parser: Any = None
 
     def styler(self, line: str) -> Style | None:
@@ -95,7 +96,7 @@ class NcclPane(ServiceLogPane):
         """The console's GPU pane, looked up once (a DOM query on every poll cost ~1 ms)."""
         from eagle_console.tui.panes.gpus import GpuPane
 
-        if getattr(self, "_gpus", None) is None:
+        if self._gpus is None:
             found = self.app.screen_stack[0].query(GpuPane) if self.app.screen_stack else []
             self._gpus = found.first() if found else None
         return self._gpus
