@@ -2,18 +2,11 @@
 # On a real GPU node: the console's first screen with the NVML backend while a torch worker holds 8 GiB
 # (as text, the way tests/test_tui_snapshots.py reads a screen), then benchmarks/startup.py there.
 # Usage (repo root; Textual importable): OUT=/some/dir bash benchmarks/h200_console.sh
-export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
-OUT=${OUT:-/tmp/h200-out}; mkdir -p "$OUT"
-py=python3
+. "$(dirname "$0")/_h200_env.sh"
 $py -c 'import textual, pynvml; print("textual", textual.__version__, "pynvml ok")' || exit 1
-cat > /tmp/holder.py <<'PY'
-import sys, time, torch
-x = torch.ones(int(float(sys.argv[1]) * 2**30), dtype=torch.uint8, device="cuda")
-torch.cuda.synchronize(); print("allocated", x.numel() >> 30, "GiB", flush=True); time.sleep(900)
-PY
 $py /tmp/holder.py 8 > /tmp/holder.out 2>&1 &
 HOLDER=$!
-for _ in $(seq 240); do grep -q allocated /tmp/holder.out && break; sleep 0.5; done
+wait_allocated /tmp/holder.out
 cat /tmp/holder.out
 cat > /tmp/screen.py <<'PY'
 import asyncio, shutil, sys, tempfile

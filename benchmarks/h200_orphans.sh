@@ -2,22 +2,15 @@
 # On a real GPU node: a torch worker holding 8 GiB, its parent SIGKILLed -> the worker is an orphan;
 # `orphans --kill --yes` frees it. Then the NVML-vs-nvidia-smi and holder-scan benchmarks.
 # Usage (repo root): OUT=/some/dir bash benchmarks/h200_orphans.sh
-export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
-OUT=${OUT:-/tmp/h200-out}; mkdir -p "$OUT"
-py=python3
+. "$(dirname "$0")/_h200_env.sh"
 $py -c 'import psutil, pynvml; print("psutil", psutil.__version__, "pynvml ok")' || exit 1
-cat > /tmp/holder.py <<'PY'
-import sys, time, torch
-x = torch.ones(int(float(sys.argv[1]) * 2**30), dtype=torch.uint8, device="cuda")
-torch.cuda.synchronize(); print("allocated", x.numel() >> 30, "GiB", flush=True); time.sleep(900)
-PY
 cat > /tmp/parent.py <<'PY'
 import subprocess, sys, time
 p = subprocess.Popen([sys.executable, "/tmp/holder.py", "8"]); print(p.pid, flush=True); time.sleep(900)
 PY
 $py /tmp/parent.py > /tmp/parent.out 2>&1 &
 PARENT=$!
-for _ in $(seq 240); do grep -q allocated /tmp/parent.out && break; sleep 0.5; done
+wait_allocated /tmp/parent.out
 CHILD=$(head -1 /tmp/parent.out)
 echo "== parent $PARENT child $CHILD"; cat /tmp/parent.out
 ps -o pid,ppid,sid,stat,cmd -p "$PARENT,$CHILD"
