@@ -75,6 +75,13 @@ def node(tmp_path, monkeypatch):
     time.tzset()
 
 
+def gpus_laid_out(app) -> bool:
+    from eagle_console.tui.panes.gpus import GpuPane
+
+    pane = app.query_one(GpuPane)
+    return pane.last is not None and pane.query_one("#gpu-rows").size.height == len(pane.last.sample.gpus)
+
+
 def shoot(node, size: tuple[int, int], *keys: str, settle=None):
     """Open the console, wait for the panes' first readings, press `keys`, return the screen as text."""
     from eagle_console.journal import Journal
@@ -90,7 +97,8 @@ def shoot(node, size: tuple[int, int], *keys: str, settle=None):
         async with app.run_test(size=size, notifications=False) as pilot:
             await until(pilot, lambda: app.snapshot is not None and app.ctx.selected_step_id == "0.1",
                         what="journal read and first step selected")
-            await until(pilot, lambda: "RTX PRO 6000" in screen_text(app), what="the GPUs pane's first sample")
+            # the header names the node's GPUs too: wait on the pane itself, its rows laid out
+            await until(pilot, lambda: gpus_laid_out(app), what="the GPUs pane's first sample, laid out")
             await until(pilot, lambda: "no service log" in screen_text(app), what="the Server pane's first poll")
             for key in keys:
                 await pilot.press(key)
