@@ -13,7 +13,7 @@ import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from eagle_console.plan.model import Plan, Ready, Step
 
@@ -63,8 +63,12 @@ class ActionContext:
 class Builtin:
     """Subclass per built-in; the registry in `engine.builtins` maps names to these classes."""
 
-    name: str = ""
-    service: bool = False  # True: `service_argv` is exec'd and the step completes on `ready`
+    # A built-in's traits, declared here once; the loader, the engine, rollback and the console read them.
+    name: ClassVar[str] = ""
+    service: ClassVar[bool] = False  # `service_argv` is exec'd and the step completes on `ready`
+    confirm: ClassVar[bool] = False  # a step using it asks before it runs (unless the plan says confirm = false)
+    undo_marks: ClassVar[str | None] = None  # its undo only marks the step rolled back; the sentence says why
+    drafter_findings: ClassVar[bool] = False  # the console shows a drafter report for a step using it
 
     def validate(self, args: dict[str, Any]) -> list[str]:
         """Problems with `with` found without running (also used by `validate`)."""

@@ -9,6 +9,8 @@ from eagle_console.engine.builtins.base import ActionContext, Builtin, BuiltinEr
 
 class CompareVocab(Builtin):
     name = "drafter.compare_vocab"
+    undo_marks = "a comparison changes nothing: marked rolled back"
+    drafter_findings = True
 
     def validate(self, args: dict[str, Any]) -> list[str]:
         problems = [f"drafter.compare_vocab needs `{k}`" for k in ("a", "b") if not args.get(k)]

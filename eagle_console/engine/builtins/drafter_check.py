@@ -9,6 +9,8 @@ from eagle_console.engine.builtins.base import ActionContext, Builtin
 
 class DrafterCheck(Builtin):
     name = "drafter.check"
+    undo_marks = "a check changes nothing: marked rolled back"
+    drafter_findings = True
 
     def validate(self, args: dict[str, Any]) -> list[str]:
         problems = [] if args.get("path") else ["drafter.check needs `path` (the drafter folder)"]

@@ -11,6 +11,7 @@ KNOWN = {"path", "pattern", "sample", "hidden_size", "layers"}
 
 class ExtractionVerify(Builtin):
     name = "extraction.verify"
+    undo_marks = "a verification changes nothing: marked rolled back"
 
     def validate(self, args: dict[str, Any]) -> list[str]:
         problems = [] if args.get("path") else ["extraction.verify needs `path` (the output folder)"]

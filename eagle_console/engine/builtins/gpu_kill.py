@@ -28,6 +28,8 @@ def _int_list(value: Any, what: str) -> list[int] | None:
 
 class GpuKill(Builtin):
     name = "gpu.kill"
+    undo_marks = "killed processes cannot be brought back: marked rolled back (run it again to kill again)"
+    confirm = True
 
     def validate(self, args: dict[str, Any]) -> list[str]:
         from eagle_console.node.kill import SCOPES

@@ -13,6 +13,7 @@ POLL_S = 0.5
 
 class GpuWaitFree(Builtin):
     name = "gpu.wait_free"
+    undo_marks = "waiting changes nothing: marked rolled back"
 
     def validate(self, args: dict[str, Any]) -> list[str]:
         problems = []

@@ -10,6 +10,7 @@ from eagle_console.engine.builtins.base import ActionContext, Builtin, BuiltinEr
 
 class HttpWait(Builtin):
     name = "http.wait"
+    undo_marks = "waiting changes nothing: marked rolled back"
 
     def validate(self, args: dict[str, Any]) -> list[str]:
         problems = [] if isinstance(args.get("url"), str) else ["`url` is required"]

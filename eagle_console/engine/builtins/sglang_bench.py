@@ -18,6 +18,7 @@ def _positive_int(args: dict[str, Any], key: str, default: int) -> int:
 
 class SglangBench(Builtin):
     name = "sglang.bench"
+    undo_marks = "a benchmark changes nothing: marked rolled back"
 
     def validate(self, args: dict[str, Any]) -> list[str]:
         problems = []
