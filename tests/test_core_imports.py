@@ -9,7 +9,7 @@ from pathlib import Path
 
 import eagle_console
 
-CORE = ("plan", "journal", "engine", "node", "parse", "drafter", "sglang", "sim")
+CORE = ("plan", "journal", "engine", "ops", "node", "parse", "drafter", "sglang", "sim")
 
 
 def core_modules() -> list[str]:

@@ -2,7 +2,7 @@
 
 Panes are mounted once and updated in place. One thread worker polls the journal (`last_event_id`, every
 250 ms) and the plan file (stat, every 500 ms) and posts messages; the handlers on the event loop own every
-widget change. Keys that change something go through `tui.actions` in thread workers.
+widget change. Keys that change something go through `eagle_console.ops` in thread workers.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from textual.message import Message
 from textual.widgets import Static, Tree
 from textual.worker import get_current_worker
 
-from eagle_console.tui import actions
+from eagle_console.ops import export as export_op
+from eagle_console.ops import steps
 from eagle_console.tui.commands import ConsoleCommands
 from eagle_console.tui.context import ConsoleContext
 from eagle_console.tui.keybar import KeyBar
@@ -312,7 +313,7 @@ class ConsoleApp(SteeringKeys, App[int]):
 
         def done(choice: tuple[str, str | None] | None) -> None:
             if choice is not None:
-                self._run_action(actions.mark, self.ctx.journal, self.ctx.plan, step_id, choice[0], choice[1])
+                self._run_action(steps.mark, self.ctx.journal, self.ctx.plan, step_id, choice[0], choice[1])
 
         self.push_screen(MarkScreen(step_id, step.title, current), done)
 
@@ -325,13 +326,13 @@ class ConsoleApp(SteeringKeys, App[int]):
 
         def done(text: str | None) -> None:
             if text:
-                self._run_action(actions.note, self.ctx.journal, step.id, text)
+                self._run_action(steps.note, self.ctx.journal, step.id, text)
 
         self.push_screen(NoteScreen(step.id, step.title), done)
 
     def export_plan(self, fmt: str) -> None:
         def run() -> str:
-            return f"exported ({fmt}) to {actions.export(self.ctx.journal, self.ctx.plan, fmt)}"
+            return f"exported ({fmt}) to {export_op.export(self.ctx.journal, self.ctx.plan, fmt)}"
 
         self._run_action(run)
 

@@ -15,7 +15,7 @@ from textual import work
 from textual.binding import Binding
 
 from eagle_console.journal import Refused
-from eagle_console.tui import steering
+from eagle_console.ops import notices, rollback, steps
 
 if TYPE_CHECKING:
     from eagle_console.tui.context import ConsoleContext
@@ -79,7 +79,7 @@ class SteeringKeys:
     @work(thread=True, group="steer", exit_on_error=False)
     def _start_worker(self, step_id: str) -> None:
         try:
-            text, severity = steering.start_step(self.ctx.engine, step_id), "information"
+            text, severity = steps.start_step(self.ctx.engine, step_id), "information"
         except Refused as exc:
             text, severity = str(exc), "error"
         self.call_from_thread(self.notify, text, severity=severity)  # type: ignore[attr-defined]
@@ -91,7 +91,7 @@ class SteeringKeys:
 
     @work(thread=True, group="steer", exit_on_error=False)
     def _next_worker(self) -> None:
-        choice = steering.choose_next(self.ctx.engine)
+        choice = steps.choose_next(self.ctx.engine)
         if choice.step is not None:
             self.call_from_thread(self._select, choice.step.id)
         if not choice.runnable:
@@ -120,13 +120,13 @@ class SteeringKeys:
 
     @work(thread=True, group="steer", exit_on_error=False)
     def _rollback_plan_worker(self, target: str) -> None:
-        choice = steering.plan_rollback_choice(self.ctx.engine, target)
+        choice = rollback.plan_rollback_choice(self.ctx.engine, target)
         if choice.refused and choice.cascade_refused:
             self.call_from_thread(self.notify, choice.refused, severity="error")  # type: ignore[attr-defined]
             return
         self.call_from_thread(self._push_rollback, choice)
 
-    def _push_rollback(self, choice: steering.RollbackChoice) -> None:
+    def _push_rollback(self, choice: rollback.RollbackChoice) -> None:
         from eagle_console.tui.screens.rollback import RollbackScreen
 
         def answered(cascade: bool | None) -> None:
@@ -138,7 +138,7 @@ class SteeringKeys:
     @work(thread=True, group="steer", exit_on_error=False)
     def _rollback_start_worker(self, target: str, cascade: bool) -> None:
         try:
-            text, severity = steering.begin_rollback(self.ctx.engine, target, cascade), "information"
+            text, severity = rollback.begin_rollback(self.ctx.engine, target, cascade), "information"
         except Refused as exc:
             text, severity = str(exc), "error"
         self.call_from_thread(self.notify, text, severity=severity)  # type: ignore[attr-defined]
@@ -210,7 +210,7 @@ class SteeringKeys:
             if events:
                 self._seen_event_id = max(e.id for e in events)
         for event in events:
-            notice = steering.event_notice(self.ctx.plan, event)
+            notice = notices.event_notice(self.ctx.plan, event)
             if notice:
                 self.call_from_thread(self.notify, notice[0], severity=notice[1],  # type: ignore[attr-defined]
                                       timeout=8 if notice[1] == "error" else 4)
@@ -223,7 +223,7 @@ class SteeringKeys:
     @work(thread=True, group="quit", exit_on_error=False)
     def _quit_worker(self) -> None:
         try:
-            line = steering.keep_running_line(steering.running_runs(self.ctx.engine))
+            line = steps.keep_running_line(steps.running_runs(self.ctx.engine))
         except Exception as exc:  # quitting must always work
             line = f"could not list the runs still going: {exc}"
         self.quit_message = line  # also printed by Textual once the terminal is restored

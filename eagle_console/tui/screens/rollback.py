@@ -12,7 +12,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from eagle_console.tui.steering import RollbackChoice
+from eagle_console.ops.rollback import RollbackChoice
 
 
 def order_text(choice: RollbackChoice, cascade: bool) -> str:

@@ -1,8 +1,4 @@
-"""The console's actions as plain functions over the core: the App calls them from thread workers.
-
-Keys that change something (mark and note now; run, next, rollback, kill with issues 3 and 4) go through
-here, so the UI layer holds no domain logic and the CLI and the console do the same thing.
-"""
+"""Export the plan with its journal to a file beside the state dir (todowrite, markdown, json)."""
 
 from __future__ import annotations
 
@@ -15,23 +11,6 @@ if TYPE_CHECKING:
     from eagle_console.plan.model import Plan
 
 EXPORT_SUFFIX = {"todowrite": "todowrite.json", "markdown": "md", "json": "json"}
-
-
-def mark(journal: Journal, plan: Plan, step_id: str, status: str, note: str | None) -> str:
-    """Mark a step; returns the line the console shows (`0.3: pending → completed`)."""
-    if plan.step(step_id) is None:
-        raise ValueError(f"unknown step {step_id!r}")
-    before = journal.statuses().get(step_id, "pending")
-    journal.mark(step_id, status, note=note or None)
-    return f"{step_id}: {before} → {status}" + (" (with a note)" if note else "")
-
-
-def note(journal: Journal, step_id: str, text: str) -> str:
-    text = text.strip()
-    if not text:
-        raise ValueError("the note is empty")
-    journal.note(step_id, text)
-    return f"{step_id}: noted"
 
 
 def export_path(plan: Plan, fmt: str) -> Path:

@@ -1,0 +1,34 @@
+"""The notification a journal event deserves (a run ended, a service died, a rollback finished)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from eagle_console.journal import Event
+    from eagle_console.plan.model import Plan
+
+
+def event_notice(plan: Plan, event: Event) -> tuple[str, str] | None:
+    """(message, severity) for a journal event worth a notification, else None."""
+    data = event.data or {}
+    sid = event.step_id or "?"
+    if event.kind == "run_exit":
+        outcome = data.get("outcome") or "ended"
+        reason = data.get("reason")
+        if outcome == "completed":
+            return f"{sid} completed", "information"
+        if outcome == "lost":
+            return f"{sid} lost: {reason or 'its supervisor died'}", "error"
+        code = data.get("exit_code")
+        why = reason or (f"exit {code}" if code is not None else outcome)
+        return f"{sid} {outcome}: {why}", "error"
+    if event.kind == "service_died":
+        return f"{sid}'s service died: {data.get('reason') or 'exit ' + str(data.get('exit_code'))}", "error"
+    if event.kind == "run_ready":
+        return f"{sid} is ready", "information"
+    if event.kind == "rollback_end":
+        if data.get("outcome") == "completed":
+            return f"rollback of {sid} completed", "information"
+        return f"rollback of {sid} failed: {data.get('reason') or 'see its log'}", "error"
+    return None
