@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -18,16 +19,29 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write next to the target, fsync, rename: a crash leaves the old file or the new one, never half."""
-    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
+def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Write next to the target, fsync, rename: a crash leaves the old file or the new one, never half.
+
+    A symlink is written through (the Hugging Face cache links config.json to a blob: the link stays a
+    link); the file keeps its owner, group and mode (`mode` sets one for a new file, e.g. a 0600 backup).
+    """
+    path = Path(os.path.realpath(path))
+    try:
+        st: os.stat_result | None = path.stat()
+    except FileNotFoundError:
+        st = None
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, mode)
+        if st is not None:
+            os.chmod(tmp, stat.S_IMODE(st.st_mode))
+            if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+                os.chown(tmp, st.st_uid, st.st_gid)  # root editing an operator's file must not take it over
+        else:
+            os.chmod(tmp, 0o644 if mode is None else mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -104,7 +118,7 @@ class JsonSet(Builtin):
         else:
             backup_sha = sha256(original)
             ctx.artifacts.mkdir(parents=True, exist_ok=True)
-            write_atomic(ctx.artifacts / f"backup-{backup_sha}.bin", original)
+            write_atomic(ctx.artifacts / f"backup-{backup_sha}.bin", original, mode=0o600)  # may hold secrets
             ctx.say(f"backed up {path} ({len(original)} bytes, sha256 {backup_sha[:12]}…)")
         write_atomic(path, new)
         ctx.save(STATE, {"path": str(path), "backup_sha": backup_sha, "written_sha": sha256(new)})

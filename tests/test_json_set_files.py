@@ -1,0 +1,79 @@
+"""json.set keeps what it found: the file's owner and mode, a symlinked config stays a link (written through),
+and its backup is readable by the operator alone. Run through the real CLI and supervisor."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+from enginekit import write_plan
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "eagle_console", *args], capture_output=True, text=True,
+                          timeout=60)
+
+
+def plan_for(tmp_path, cfg):
+    return write_plan(tmp_path, f"""
+        [[phase]]
+        id = "0"
+        title = "P"
+          [[phase.step]]
+          id = "0.2"
+          title = "fix config"
+          uses = "json.set"
+          with = {{ path = "{cfg}", set = {{ max_position_embeddings = 262144 }} }}
+    """)
+
+
+def run_and_rollback(plan) -> None:
+    out = cli("run", str(plan), "0.2", "--wait")
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+def test_json_set_keeps_owner_and_mode_and_backs_up_0600(tmp_path):
+    cfg = tmp_path / "config.json"
+    original = b'{"max_position_embeddings": 131072}\n'
+    cfg.write_bytes(original)
+    os.chown(cfg, 65534, 65534)  # nobody: the operator's config, not ours
+    os.chmod(cfg, 0o600)
+    plan = plan_for(tmp_path, cfg)
+    run_and_rollback(plan)
+    st = cfg.stat()
+    assert json.loads(cfg.read_text())["max_position_embeddings"] == 262144
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (65534, 65534, 0o600)
+    backups = list(tmp_path.glob(".eagle-console/t/artifacts/0.2/backup-*.bin"))
+    assert backups and all(stat.S_IMODE(b.stat().st_mode) == 0o600 for b in backups)
+    out = cli("rollback", str(plan), "0.2", "--yes")
+    assert out.returncode == 0, out.stdout + out.stderr
+    st = cfg.stat()
+    assert cfg.read_bytes() == original
+    assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (65534, 0o600)
+
+
+def test_json_set_writes_through_a_symlinked_config(tmp_path):
+    # The Hugging Face cache layout: snapshots/<rev>/config.json -> ../../blobs/<hash>
+    blobs = tmp_path / "blobs"
+    blobs.mkdir()
+    blob = blobs / "abc123"
+    original = b'{"max_position_embeddings": 131072}\n'
+    blob.write_bytes(original)
+    os.chmod(blob, 0o640)
+    snap = tmp_path / "snapshots" / "rev"
+    snap.mkdir(parents=True)
+    link = snap / "config.json"
+    link.symlink_to("../../blobs/abc123")
+    plan = plan_for(tmp_path, link)
+    run_and_rollback(plan)
+    assert link.is_symlink() and os.readlink(link) == "../../blobs/abc123"
+    assert json.loads(blob.read_text())["max_position_embeddings"] == 262144
+    assert stat.S_IMODE(blob.stat().st_mode) == 0o640
+    out = cli("rollback", str(plan), "0.2", "--yes")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert link.is_symlink() and blob.read_bytes() == original
