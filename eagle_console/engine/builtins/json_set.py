@@ -85,7 +85,7 @@ class JsonSet(Builtin):
     def run(self, ctx: ActionContext) -> int:
         path = Path(ctx.args["path"])
         if not path.is_absolute():
-            path = ctx.plan.folder / path
+            path = ctx.folder / path
         try:
             original = path.read_bytes()
         except OSError as exc:
