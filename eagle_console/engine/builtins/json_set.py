@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +13,15 @@ STATE = "json_set.json"
 
 
 def sha256(data: bytes) -> str:
+    import hashlib  # here, not at the top: the plan loader imports this module for its traits
+
     return hashlib.sha256(data).hexdigest()
 
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Write next to the target, fsync, rename: a crash leaves the old file or the new one, never half."""
+    import tempfile
+
     mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
