@@ -12,8 +12,9 @@ import pytest
 from eagle_console.drafter.samples import verify_extraction
 from eagle_console.engine.builtins import get_builtin
 from eagle_console.engine.builtins.base import ActionContext
+from eagle_console.engine.runner import builtin_call
 from eagle_console.node.extraction import ExtractionWatch, OutputScanner, full_scan
-from eagle_console.plan.model import Plan, Step
+from eagle_console.plan.model import Action, Plan, Step
 
 
 def extract(out: Path, *args: str, log: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -98,8 +99,9 @@ def test_verify_builtin_reports_results(tmp_path: Path, capsys: pytest.CaptureFi
     extract(out, "--samples", "12", "--bad", "1")
     plan = Plan(id="p", title="t", path=tmp_path / "plan.toml", state_dir=tmp_path / "state")
     step = Step(id="2.1", title="verify", phase_id="2")
-    ctx = ActionContext(plan=plan, step=step, args={"path": str(out), "sample": 5, "hidden_size": 16},
-                        state_dir=tmp_path / "state", artifacts=tmp_path / "state" / "artifacts")
+    args = {"path": str(out), "sample": 5, "hidden_size": 16}
+    ctx = ActionContext.from_call(builtin_call(plan, step, Action("builtin", uses="extraction.verify", with_=args),
+                                               "run"))
     assert get_builtin("extraction.verify").run(ctx) == 1
     text = capsys.readouterr().out
     assert "::result verify_bad=1" in text and "::result verify_files=12" in text

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from eagle_console.engine.builtins import REGISTRY
+from eagle_console.engine.builtins.base import Builtin
 from eagle_console.plan.loader import PlanError, PlanIssue, load_plan, parse_plan
 
 REPO = Path(__file__).resolve().parent.parent
@@ -349,3 +351,62 @@ def test_missing_file(tmp_path: Path) -> None:
 def test_parse_plan_accepts_text(tmp_path: Path) -> None:
     plan = parse_plan(plan_text(STEP), tmp_path / "p.toml")
     assert plan.path == tmp_path / "p.toml" and plan.step("0.1").action is None
+
+
+class CrashingValidator(Builtin):
+    """A built-in whose `validate` has a bug: registered for the test below only."""
+
+    name = "test.crashing"
+
+    def validate(self, args):
+        return [f"{args['missing']}"]  # KeyError on any `with` without "missing"
+
+
+def test_a_crashing_validator_is_a_plan_error_at_the_steps_with(tmp_path, monkeypatch):
+    monkeypatch.setitem(REGISTRY, "test.crashing", f"{__name__}:CrashingValidator")
+    text = plan_text("""
+        [[phase]]
+        id = "0"
+        title = "P"
+          [[phase.step]]
+          id = "0.1"
+          title = "uses a built-in whose validator crashes"
+          uses = "test.crashing"
+          with = { path = "x" }
+    """)
+    path = tmp_path / "plan.toml"
+    path.write_text(text)
+    load_plan(path, environ={})  # a plain load does not ask the built-ins
+    with pytest.raises(PlanError) as info:
+        load_plan(path, environ={}, check_builtins=True)
+    (issue,) = info.value.errors
+    assert (issue.line, issue.column) == at(text, "{ path")
+    assert issue.message.startswith("test.crashing: its check of `with` crashed (KeyError: 'missing')")
+    assert info.value.format_all()[0].startswith(f"{path}:{issue.line}:{issue.column}: test.crashing:")
+
+
+def test_sglang_server_validator_crash_on_a_draft_config_is_reported(tmp_path):
+    """A real crash: a draft config.json whose "architectures" is a number (is_eagle3 iterates it)."""
+    draft = tmp_path / "drafter"
+    draft.mkdir()
+    (draft / "config.json").write_text('{"architectures": 5}')
+    text = plan_text(f"""
+        [[phase]]
+        id = "0"
+        title = "P"
+          [[phase.step]]
+          id = "0.1"
+          title = "serve"
+          uses = "sglang.server"
+          with = {{ model = "/m", draft = "{draft}", speculative = {{ algorithm = "EAGLE3" }} }}
+    """)
+    path = tmp_path / "plan.toml"
+    path.write_text(text)
+    try:
+        load_plan(path, environ={}, check_builtins=True)
+    except PlanError as exc:
+        (issue,) = exc.errors
+        assert (issue.line, issue.column) == at(text, "{ model")
+        assert "sglang.server: its check of `with` crashed (TypeError" in issue.message
+    else:
+        pytest.fail("validate said ok although the sglang.server validator crashed")

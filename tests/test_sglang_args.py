@@ -9,7 +9,8 @@ import pytest
 
 from eagle_console.engine.builtins.base import ActionContext
 from eagle_console.engine.builtins.sglang_server import SglangServer
-from eagle_console.plan.model import Plan, Step
+from eagle_console.engine.runner import builtin_call
+from eagle_console.plan.model import Action, Plan, Step
 from eagle_console.sglang.args import LaunchArgsError, build_launch_argv, launch_findings
 
 SPEC = {"algorithm": "EAGLE3", "num_steps": 2, "eagle_topk": 1, "num_draft_tokens": 3}
@@ -94,7 +95,8 @@ def test_builtin_argv_and_default_ready(tmp_path):
     plan = Plan(id="p", title="P", path=tmp_path / "plan.toml", state_dir=tmp_path / "state")
     step = Step(id="0.3", title="server", phase_id="0", timeout_s=600.0)
     args = {"model": "/m", "tp": 8, "port": 31000, "host": "0.0.0.0"}
-    ctx = ActionContext(plan, step, args, plan.state_dir, plan.state_dir / "artifacts" / "0.3")
+    call = builtin_call(plan, step, Action("builtin", uses="sglang.server", with_=args), "run")
+    ctx = ActionContext.from_call(call)
     b = SglangServer()
     assert b.service and b.has_undo()
     assert b.service_argv(ctx)[:3] == ["python3", "-m", "sglang.launch_server"]

@@ -15,7 +15,8 @@ from test_sim_server import free_port, start_server, wait_gone, wait_ready
 from eagle_console.engine.builtins.base import ActionContext, BuiltinError
 from eagle_console.engine.builtins.sglang_bench import SglangBench
 from eagle_console.engine.builtins.sglang_server import SglangServer
-from eagle_console.plan.model import Plan, Step
+from eagle_console.engine.runner import builtin_call
+from eagle_console.plan.model import Action, Plan, Step
 from eagle_console.sglang.bench import load_prompts, run_bench
 from eagle_console.sglang.client import ServerError, accept_length_from_info
 
@@ -36,8 +37,9 @@ def ctx_for(tmp_path, args, baseline=None, sim=None, service_run=None):
     plan = Plan(id="p", title="P", path=tmp_path / "plan.toml", state_dir=tmp_path / "state",
                 baseline=baseline or {})
     step = Step(id="0.4", title="bench", phase_id="0")
-    return ActionContext(plan, step, args, plan.state_dir, plan.state_dir / "artifacts" / "0.4", sim_dir=sim,
-                         service_run=service_run or {})
+    call = builtin_call(plan, step, Action("builtin", uses="sglang.bench", with_=args), "run",
+                        service_run=service_run)
+    return ActionContext.from_call(call, sim_dir=sim)
 
 
 def test_bench_figures_are_plausible(server):

@@ -7,26 +7,12 @@ out step by step, journaling each, so a rollback interrupted half-way is resumed
 
 from __future__ import annotations
 
-import json
-
 from eagle_console.engine.runner import Engine, action_argv, action_env, kill_grace_s, launch_supervisor
 from eagle_console.engine.spec import RollbackSpec, UndoItem, write_spec
 from eagle_console.journal import Refused
 from eagle_console.plan.model import Step
 
 UNDOABLE = ("completed", "failed", "in_progress")
-
-# Built-ins whose rollback is only a status change: they changed nothing that could be restored.
-MARK_ONLY_UNDO = {
-    "sglang.bench": "a benchmark changes nothing: marked rolled back",
-    "drafter.check": "a check changes nothing: marked rolled back",
-    "drafter.compare_vocab": "a comparison changes nothing: marked rolled back",
-    "extraction.verify": "a verification changes nothing: marked rolled back",
-    "http.wait": "waiting changes nothing: marked rolled back",
-    "gpu.wait_free": "waiting changes nothing: marked rolled back",
-    "gpu.kill": "killed processes cannot be brought back: marked rolled back (run it again to kill again)",
-}
-
 
 def _dependents(engine: Engine, step_id: str, statuses: dict[str, str]) -> list[Step]:
     """Completed steps whose needs (directly or through their phase) include `step_id`."""
@@ -89,21 +75,22 @@ def undo_item(engine: Engine, step: Step, force: bool = False) -> UndoItem:
     if step.action is None:
         return UndoItem(step.id, "manual step: marked rolled back (nothing to execute)", mark_only=True)
     if step.action.kind == "builtin" and step.action.uses:
-        from eagle_console.engine.builtins import NotAvailable, get_builtin
+        from eagle_console.engine.builtins import NotAvailable, builtin_class
 
         try:
-            builtin = get_builtin(step.action.uses)
+            builtin = builtin_class(step.action.uses)
         except NotAvailable as exc:
             raise Refused(f"step {step.id}: {exc}") from None
-        service_run = json.dumps(stop or {})
         if builtin.has_undo():
-            argv = action_argv(plan, step, step.action, "undo", force=force, service_run=service_run)
+            # The call carries the `with` table and the service run as they are now: the undo never
+            # reads the plan, so an edit made while the rollback goes on cannot change it.
+            argv = action_argv(plan, step, step.action, "undo", force=force, service_run=stop)
             what = f"{step.action.uses} undo"
             return UndoItem(step.id, ("stop the service, then " if stop else "") + what, argv, stop)
         if builtin.service:
             return UndoItem(step.id, f"stop the {step.action.uses} service", None, stop)
-        if step.action.uses in MARK_ONLY_UNDO:
-            return UndoItem(step.id, MARK_ONLY_UNDO[step.action.uses], mark_only=True)
+        if builtin.undo_marks:
+            return UndoItem(step.id, builtin.undo_marks, mark_only=True)
     if stop:
         return UndoItem(step.id, "stop the service", None, stop)
     if force:

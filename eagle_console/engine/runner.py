@@ -12,11 +12,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from eagle_console.engine.procs import alive
-from eagle_console.engine.spec import ActionSpec, ReadySpec, write_spec
+from eagle_console.engine.spec import ActionSpec, BuiltinCall, ReadySpec, encode_call, write_spec
 from eagle_console.journal import DONE, Journal, Refused, Run, plan_statuses
-from eagle_console.plan.model import Action, Plan, Step
+from eagle_console.plan.model import Action, Plan, Ready, Step
 
 # A run whose supervisor has not reported its pid after this long never started.
 SUPERVISOR_START_GRACE_S = 20.0
@@ -32,21 +33,25 @@ def kill_grace_s() -> float:
 
 
 def action_argv(plan: Plan, step: Step, action: Action, mode: str, run_id: int | None = None,
-                force: bool = False, service_run: str | None = None) -> list[str]:
+                force: bool = False, service_run: dict[str, Any] | None = None) -> list[str]:
     """The command a supervisor executes for `action` (a built-in goes through engine.action)."""
     if action.kind == "shell":
         return ["/bin/bash", "-c", action.shell or ""]
     if action.kind == "argv":
         return list(action.argv or ())
-    argv = [sys.executable, "-m", "eagle_console.engine.action", "--plan", str(plan.path), "--step", step.id,
-            "--mode", mode, "--state-dir", str(plan.state_dir)]
-    if run_id is not None:
-        argv += ["--run-id", str(run_id)]
-    if force:
-        argv.append("--force")
-    if service_run:
-        argv += ["--service-run", service_run]
-    return argv
+    call = builtin_call(plan, step, action, mode, run_id, force, service_run)
+    return [sys.executable, "-m", "eagle_console.engine.action", "--call", encode_call(call)]
+
+
+def builtin_call(plan: Plan, step: Step, action: Action, mode: str, run_id: int | None = None,
+                 force: bool = False, service_run: dict[str, Any] | None = None) -> BuiltinCall:
+    """Everything the built-in of `action` needs, resolved now: its process never reads the plan."""
+    return BuiltinCall(
+        uses=action.uses or "", mode=mode, step_id=step.id, args=dict(action.with_),
+        state_dir=str(plan.state_dir), artifacts=str(plan.state_dir / "artifacts" / step.id),
+        folder=str(plan.folder), baseline=dict(plan.baseline), timeout_s=step.timeout_s, run_id=run_id,
+        force=force, service_run=dict(service_run or {}),
+    )
 
 
 def action_env(plan: Plan, step: Step, run_id: int | None = None) -> dict[str, str]:
@@ -166,10 +171,8 @@ class Engine:
             raise Refused(f"no step {step_id!r} in plan {self.plan.id}")
         if step.action is None:
             raise Refused(f"step {step_id} is a manual step (no run or uses): do it by hand and mark it")
-        service = step.service
-        ready = step.ready
-        if step.action.kind == "builtin" and step.action.uses:
-            service, ready = self._builtin_service(step, service, ready)
+        service = step.service  # the loader made a service built-in's step a service
+        ready = step.ready or self._default_ready(step)
         if service and (running := self.live_service(step_id)):
             raise Refused(f"step {step_id}'s service is already running (run {running.id}, pid {running.pid}); "
                           "roll it back first")
@@ -196,22 +199,15 @@ class Engine:
         launch_supervisor(spec_path)
         return run_id
 
-    def _builtin_service(self, step: Step, service: bool, ready):
-        """A service built-in (sglang.server) is always a service, ready on its default unless overridden."""
-        from eagle_console.engine.builtins import NotAvailable, get_builtin
+    def _default_ready(self, step: Step) -> Ready | None:
+        """A service built-in's own readiness (sglang.server: its /health), for a step without `ready`."""
+        from eagle_console.engine.builtins import builtin_class_or_none
         from eagle_console.engine.builtins.base import ActionContext
 
-        try:
-            builtin = get_builtin(step.action.uses)  # type: ignore[union-attr, arg-type]
-        except NotAvailable:
-            return service, ready  # the action process reports "not available yet" in the step log
-        if builtin.service:
-            service = True
-            if ready is None:
-                ctx = ActionContext(self.plan, step, dict(step.action.with_), self.plan.state_dir,  # type: ignore[union-attr]
-                                    self.plan.state_dir / "artifacts" / step.id)
-                ready = builtin.default_ready(ctx)
-        return service, ready
+        cls = builtin_class_or_none(step.uses)
+        if cls is None or not cls.service or step.action is None:
+            return None  # an unavailable one: the action process says so in the step log
+        return cls().default_ready(ActionContext.from_call(builtin_call(self.plan, step, step.action, "run")))
 
     def start_next(self, who: str | None = None) -> tuple[Step, int]:
         step = self.next_step()

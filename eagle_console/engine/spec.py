@@ -1,16 +1,51 @@
 """What a supervisor needs to know, written by the engine as JSON before the supervisor starts.
 
 The supervisor never loads the plan: everything (argv, env, cwd, log, timeouts, ready) is resolved by the
-engine, so a plan edited while a run goes on cannot change what that run does.
+engine, so a plan edited while a run goes on cannot change what that run does. Nor does a built-in's
+action process: its argv carries a BuiltinCall (the `with` table as interpolated at start, and the rest).
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+
+@dataclass
+class BuiltinCall:
+    """What one built-in action gets: `python -m eagle_console.engine.action --call JSON`."""
+
+    uses: str
+    mode: str  # run | check | rollback | undo
+    step_id: str
+    args: dict[str, Any]  # the `with` table, interpolated when the engine resolved the run
+    state_dir: str
+    artifacts: str  # <state_dir>/artifacts/<step id>: persists from a run to its undo
+    folder: str  # the plan's folder: relative paths in `with` resolve against it
+    baseline: dict[str, float] = field(default_factory=dict)  # [plan.baseline]
+    timeout_s: float | None = None  # the step's timeout (a service's default readiness wait)
+    run_id: int | None = None
+    force: bool = False  # rollback --force
+    service_run: dict[str, Any] = field(default_factory=dict)  # undo of a service: run_id, pid, pgid, sid
+
+
+def _plain(value: Any) -> Any:
+    # TOML dates and times have no JSON form: a built-in gets them as ISO 8601 strings.
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} cannot go into a built-in call")
+
+
+def encode_call(call: BuiltinCall) -> str:
+    return json.dumps(asdict(call), default=_plain)
+
+
+def decode_call(text: str) -> BuiltinCall:
+    return BuiltinCall(**json.loads(text))
 
 
 @dataclass

@@ -15,18 +15,6 @@ from typing import Any, Literal, NamedTuple
 Priority = Literal["high", "medium", "low"]
 ActionKind = Literal["shell", "argv", "builtin"]
 
-# Every built-in the spec names; the loader accepts exactly these for `uses`.
-BUILTINS: tuple[str, ...] = (
-    "gpu.kill",
-    "gpu.wait_free",
-    "json.set",
-    "drafter.check",
-    "drafter.compare_vocab",
-    "sglang.server",
-    "http.wait",
-    "sglang.bench",
-    "extraction.verify",
-)
 EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 

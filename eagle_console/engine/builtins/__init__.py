@@ -1,33 +1,35 @@
-"""Registry of built-in actions, imported lazily so a heavy one costs nothing until used."""
+"""Registry of built-in actions, imported lazily so a heavy one costs nothing until used.
+
+This is the one list of built-in names: the loader accepts exactly these for `uses`, and reads each
+one's traits (`service`, `confirm`, `undo_marks`, ...) from its class through `builtin_class`.
+"""
 
 from __future__ import annotations
 
 import importlib
 
 from eagle_console.engine.builtins.base import Builtin, BuiltinError
-from eagle_console.plan.model import BUILTINS
 
-# name -> "module:Class". Each module holds one built-in.
+# name -> "module:Class", in the order the plan format lists them. Each module holds one built-in.
 REGISTRY: dict[str, str] = {
     "gpu.kill": "eagle_console.engine.builtins.gpu_kill:GpuKill",
     "gpu.wait_free": "eagle_console.engine.builtins.gpu_wait_free:GpuWaitFree",
     "json.set": "eagle_console.engine.builtins.json_set:JsonSet",
-    "http.wait": "eagle_console.engine.builtins.http_wait:HttpWait",
     "drafter.check": "eagle_console.engine.builtins.drafter_check:DrafterCheck",
     "drafter.compare_vocab": "eagle_console.engine.builtins.compare_vocab:CompareVocab",
     "sglang.server": "eagle_console.engine.builtins.sglang_server:SglangServer",
+    "http.wait": "eagle_console.engine.builtins.http_wait:HttpWait",
     "sglang.bench": "eagle_console.engine.builtins.sglang_bench:SglangBench",
     "extraction.verify": "eagle_console.engine.builtins.extraction_verify:ExtractionVerify",
 }
-assert set(REGISTRY) == set(BUILTINS)
 
 
 class NotAvailable(BuiltinError):
     pass
 
 
-def get_builtin(name: str) -> Builtin:
-    """The built-in `name`, or NotAvailable with a clear reason (never a fake success)."""
+def builtin_class(name: str) -> type[Builtin]:
+    """The class of built-in `name` (its traits need no instance), or NotAvailable with a clear reason."""
     target = REGISTRY.get(name)
     if target is None:
         raise NotAvailable(f"unknown built-in {name!r}; known: {', '.join(sorted(REGISTRY))}")
@@ -38,12 +40,23 @@ def get_builtin(name: str) -> Builtin:
         if exc.name == module_name:
             raise NotAvailable(f"built-in {name!r} is not available yet in this version of eagle-console") from None
         raise
-    return getattr(module, cls_name)()
+    return getattr(module, cls_name)
+
+
+def builtin_class_or_none(name: str | None) -> type[Builtin] | None:
+    """`builtin_class`, or None for no name or one this install lacks (its run reports that in the log)."""
+    if not name:
+        return None
+    try:
+        return builtin_class(name)
+    except NotAvailable:
+        return None
+
+
+def get_builtin(name: str) -> Builtin:
+    """An instance of built-in `name`, or NotAvailable (never a fake success)."""
+    return builtin_class(name)()
 
 
 def available(name: str) -> bool:
-    try:
-        get_builtin(name)
-    except NotAvailable:
-        return False
-    return True
+    return builtin_class_or_none(name) is not None

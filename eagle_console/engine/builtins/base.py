@@ -1,7 +1,8 @@
 """The interface every built-in action (`uses = "..."`) implements.
 
-A built-in never runs inside the console: the supervisor starts `python -m eagle_console.engine.action`,
-which loads the plan, builds an ActionContext and calls `run` (or `undo`). Whatever it prints goes to the
+A built-in never runs inside the console: the supervisor starts `python -m eagle_console.engine.action`
+with a BuiltinCall the engine resolved (it never loads the plan), which builds an ActionContext from it
+alone and calls `run` (or `undo`). Whatever it prints goes to the
 step's log; `ctx.result()` prints `::result NAME=VALUE` lines that the supervisor records. The exit code
 is the return value. A service built-in returns the argv to exec from `service_argv` instead: the
 action process becomes the service, so its process group is the one that rollback stops.
@@ -13,9 +14,11 @@ import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from eagle_console.plan.model import Plan, Ready, Step
+if TYPE_CHECKING:
+    from eagle_console.engine.spec import BuiltinCall
+    from eagle_console.plan.model import Ready
 
 
 class BuiltinError(Exception):
@@ -24,15 +27,24 @@ class BuiltinError(Exception):
 
 @dataclass
 class ActionContext:
-    plan: Plan
-    step: Step
+    step_id: str
     args: dict[str, Any]  # the `with` table, interpolated
     state_dir: Path
     artifacts: Path  # <state_dir>/artifacts/<step id>: persists from a run to its undo
+    folder: Path  # the plan's folder: relative paths in `with` resolve against it
+    baseline: dict[str, float] = field(default_factory=dict)  # [plan.baseline]
+    timeout_s: float | None = None  # the step's timeout
     sim_dir: Path | None = None  # EAGLE_CONSOLE_SIM of the action's environment
     run_id: int | None = None
     force: bool = False  # rollback --force (e.g. json.set undo despite drift)
     service_run: dict[str, Any] = field(default_factory=dict)  # for undo of a service: pid, pgid, sid
+
+    @classmethod
+    def from_call(cls, call: BuiltinCall, sim_dir: Path | None = None) -> ActionContext:
+        return cls(step_id=call.step_id, args=dict(call.args), state_dir=Path(call.state_dir),
+                   artifacts=Path(call.artifacts), folder=Path(call.folder), baseline=dict(call.baseline),
+                   timeout_s=call.timeout_s, sim_dir=sim_dir, run_id=call.run_id, force=call.force,
+                   service_run=dict(call.service_run))
 
     def result(self, name: str, value: float | int | str) -> None:
         print(f"::result {name}={value}", flush=True)
@@ -84,8 +96,9 @@ class Builtin:
         """For services with no `ready` key in the plan."""
         return None
 
-    def has_undo(self) -> bool:
-        return type(self).undo is not Builtin.undo
+    @classmethod
+    def has_undo(cls) -> bool:
+        return cls.undo is not Builtin.undo
 
     def undo(self, ctx: ActionContext) -> int:
         """Built-in undo. For services the engine has already stopped the process group."""

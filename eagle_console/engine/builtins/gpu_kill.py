@@ -59,7 +59,7 @@ class GpuKill(Builtin):
     def run(self, ctx: ActionContext) -> int:
         from eagle_console.node.gpus import open_backend
         from eagle_console.node.kill import kill_holders, select_targets
-        from eagle_console.node.procs import scan_holders, tracked_runs_for
+        from eagle_console.node.procs import scan_holders, tracked_runs
 
         problems = self.validate(ctx.args)
         if problems:
@@ -75,7 +75,12 @@ class GpuKill(Builtin):
             sample = backend.sample()
             if sample.error:
                 ctx.say(f"GPU backend {sample.backend}: {sample.error}")
-            holders = scan_holders(sample, tracked_runs_for(ctx.plan), device_prefix=backend.device_prefix)
+            journal = ctx.journal()
+            try:
+                tracked = tracked_runs(journal)
+            finally:
+                journal.close()
+            holders = scan_holders(sample, tracked, device_prefix=backend.device_prefix)
             targets = select_targets(holders, scope, match, gpus)
             chosen = {t.pid for t in targets}
             for h in holders:
@@ -97,7 +102,7 @@ class GpuKill(Builtin):
         finally:
             backend.close()
         ctx.save("kill.json", report)
-        ctx.journal().append("kill", ctx.step.id, ctx.run_id, None, scope=scope, **report)
+        ctx.journal().append("kill", ctx.step_id, ctx.run_id, None, scope=scope, **report)
         freed_total = round(sum(report["freed_mib"].values()), 1)
         ctx.say(f"killed {len(report['killed'])}: {report['killed']}; freed {freed_total} MiB "
                 f"{report['freed_mib']}; survivors {report['survivors']}")

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +14,8 @@ STATE = "json_set.json"
 
 
 def sha256(data: bytes) -> str:
+    import hashlib  # here, not at the top: the plan loader imports this module for its traits
+
     return hashlib.sha256(data).hexdigest()
 
 
@@ -25,6 +25,8 @@ def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
     A symlink is written through (the Hugging Face cache links config.json to a blob: the link stays a
     link); the file keeps its owner, group and mode (`mode` sets one for a new file, e.g. a 0600 backup).
     """
+    import tempfile
+
     path = Path(os.path.realpath(path))
     try:
         st: os.stat_result | None = path.stat()

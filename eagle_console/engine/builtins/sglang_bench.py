@@ -48,7 +48,7 @@ class SglangBench(Builtin):
         max_new = _positive_int(a, "max_new_tokens", 256)
         prompts_file = a.get("prompts_file")
         if prompts_file and not str(prompts_file).startswith("/"):
-            prompts_file = str(ctx.plan.folder / str(prompts_file))
+            prompts_file = str(ctx.folder / str(prompts_file))
         try:
             prompts = load_prompts(a.get("prompt"), prompts_file)
         except ValueError as exc:
@@ -74,7 +74,7 @@ class SglangBench(Builtin):
             value = getattr(r, name)
             if value is not None:
                 ctx.result(name, value)
-        baseline = a.get("baseline_tok_s", ctx.plan.baseline.get("tok_s"))
+        baseline = a.get("baseline_tok_s", ctx.baseline.get("tok_s"))
         if baseline:
             speedup = r.tok_s / float(baseline)
             ctx.result("baseline_tok_s", float(baseline))

@@ -82,7 +82,7 @@ class SglangServer(Builtin):
         if host in ("0.0.0.0", "::", ""):
             host = "127.0.0.1"
         port = ctx.args.get("port", 30000)
-        timeout = ctx.step.timeout_s or DEFAULT_READY_TIMEOUT_S
+        timeout = ctx.timeout_s or DEFAULT_READY_TIMEOUT_S
         return Ready(http=f"http://{host}:{port}/health", timeout_s=timeout)
 
     def undo(self, ctx: ActionContext) -> int:

@@ -1,0 +1,85 @@
+"""Checks across the plan once it is read: built-in arguments (for `validate`), needs, needs cycles."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from eagle_console.plan.model import Phase
+from eagle_console.plan.steps import StepReader
+from eagle_console.plan.tomlpos import Path_
+
+
+class PlanChecks(StepReader):
+    def check_builtin_args(self, doc: dict[str, Any]) -> None:
+        from eagle_console.engine.builtins import builtin_class_or_none
+
+        for pi, ph in enumerate(doc.get("phase", [])):
+            for si, st in enumerate(ph.get("step", [])):
+                sp: Path_ = ("phase", pi, "step", si)
+                for path, table in ((sp, st), ((*sp, "check"), st.get("check")),
+                                    ((*sp, "rollback"), st.get("rollback"))):
+                    if not isinstance(table, dict) or "uses" not in table:
+                        continue
+                    action = self.builtin(table, path)
+                    if action is None:
+                        continue
+                    cls = builtin_class_or_none(action.uses)
+                    if cls is None:  # a built-in missing from this install is no fault of the plan
+                        continue
+                    where = (*path, "with") if "with" in table else (*path, "uses")
+                    try:
+                        problems = cls().validate(dict(action.with_))
+                    except Exception as exc:  # noqa: BLE001 - a crashing validator must not let `validate` say ok
+                        problems = [f"its check of `with` crashed ({type(exc).__name__}: {exc}); "
+                                    "the arguments could not be validated"]
+                    for problem in problems:
+                        self.error(where, f"{action.uses}: {problem}")
+
+    # -- needs -----------------------------------------------------------------------------------------------------
+    def check_needs(self, raw: list[dict[str, Any]], phases: list[Phase], seen: dict[str, Path_],
+                    needs_at: dict[str, Path_]) -> None:
+        known = list(seen)
+        for pi, ph in enumerate(raw):
+            items: list[tuple[Path_, Any]] = [(("phase", pi), ph)]
+            items += [(("phase", pi, "step", si), st) for si, st in enumerate(ph.get("step", []) or [])
+                      if isinstance(st, dict)] if isinstance(ph.get("step", []), list) else []
+            for path, table in items:
+                value = table.get("needs", [])
+                for i, need in enumerate([value] if isinstance(value, str) else
+                                         value if isinstance(value, list) else []):
+                    if isinstance(need, str) and need not in seen:
+                        close = difflib.get_close_matches(need, known, n=1)
+                        hint = f'; did you mean "{close[0]}"?' if close else ""
+                        self.error((*path, "needs", i), f'needs names unknown id "{need}"{hint}')
+        self.check_cycles(phases, needs_at)
+
+    def check_cycles(self, phases: list[Phase], needs_at: dict[str, Path_]) -> None:
+        # Edges step -> steps it waits for; a phase id stands for all of its steps.
+        members = {p.id: [s.id for s in p.steps] for p in phases}
+        edges: dict[str, list[str]] = {}
+        for p in phases:
+            for s in p.steps:
+                edges[s.id] = [x for n in s.needs for x in members.get(n, [n])]
+        color: dict[str, int] = {}
+        reported: set[frozenset[str]] = set()
+
+        def visit(node: str, trail: list[str]) -> None:
+            color[node] = 1
+            trail.append(node)
+            for nxt in edges.get(node, []):
+                if color.get(nxt) == 1:
+                    cycle = trail[trail.index(nxt):] + [nxt]
+                    key = frozenset(cycle)
+                    if key not in reported:
+                        reported.add(key)
+                        self.error(needs_at.get(cycle[0], ()), "needs cycle: " + " -> ".join(cycle)
+                                   + "; one of these must not wait for the other")
+                elif nxt in edges and color.get(nxt) is None:
+                    visit(nxt, trail)
+            trail.pop()
+            color[node] = 2
+
+        for node in edges:
+            if color.get(node) is None:
+                visit(node, [])

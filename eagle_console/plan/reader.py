@@ -1,0 +1,159 @@
+"""Reading plan values with their types checked, each problem reported at its line and column.
+
+The base of the plan builder: the step and plan parts (`plan.steps`, `plan.builder`) read through it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from eagle_console.plan.durations import DurationError, parse_duration
+from eagle_console.plan.interpolate import InterpolationError, interpolate, interpolate_value
+from eagle_console.plan.issues import PlanIssue
+from eagle_console.plan.tomlpos import Path_, Positions, find_positions
+
+PLAN_ID = re.compile(r"[A-Za-z0-9._-]+")
+PRIORITIES = ("high", "medium", "low")
+
+
+def _type_name(value: Any) -> str:
+    return {"str": "a string", "int": "an integer", "float": "a number", "bool": "a boolean",
+            "list": "an array", "dict": "a table"}.get(type(value).__name__, type(value).__name__)
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+
+class Reader:
+    def __init__(self, path: Path, text: str, environ: Mapping[str, str]) -> None:
+        self.path = path
+        self.folder = path.parent
+        self.pos: Positions = find_positions(text)
+        self.environ = environ
+        self.errors: list[PlanIssue] = []
+        self.vars: dict[str, Any] = {}
+
+    # -- reporting -----------------------------------------------------------------------------------------
+    def error(self, path: Path_, message: str, at: str = "value") -> None:
+        line, col = self.pos.value(path) if at == "value" else self.pos.key(path)
+        self.errors.append(PlanIssue(line, col, message))
+
+    def check_keys(self, table: dict[str, Any], allowed: tuple[str, ...], path: Path_, what: str) -> None:
+        for key in table:
+            if key in allowed:
+                continue
+            close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+            hint = f'; did you mean "{close[0]}"?' if close else f"; known keys: {', '.join(allowed)}"
+            self.error((*path, key), f'unknown key "{key}" in {what}{hint}', at="key")
+
+    # -- typed getters ---------------------------------------------------------------------------------------
+    def text(self, table: dict[str, Any], key: str, path: Path_, *, required: bool = False,
+             what: str = "", interp: bool = True) -> str | None:
+        if key not in table:
+            if required:
+                self.error(path, f'{what} needs "{key}" (add {key} = "...")', at="key")
+            return None
+        value = table[key]
+        if not isinstance(value, str):
+            self.error((*path, key), f'"{key}" must be a string, not {_type_name(value)}')
+            return None
+        if required and not value.strip():
+            self.error((*path, key), f'"{key}" must not be empty')
+            return None
+        return self.interp(value, (*path, key)) if interp else value
+
+    def interp(self, value: str, path: Path_, quote: bool = False) -> str | None:
+        try:
+            return interpolate(value, self.vars, quote=quote, environ=self.environ)
+        except InterpolationError as exc:
+            self.error(path, str(exc))
+            return None
+
+    def interp_value(self, value: Any, path: Path_) -> Any:
+        try:
+            return interpolate_value(value, self.vars, environ=self.environ)
+        except InterpolationError as exc:
+            self.error(path, str(exc))
+            return None
+
+    def table(self, parent: dict[str, Any], key: str, path: Path_) -> dict[str, Any] | None:
+        if key not in parent:
+            return None
+        value = parent[key]
+        if not isinstance(value, dict):
+            self.error((*path, key), f'"{key}" must be a table, not {_type_name(value)}')
+            return None
+        return value
+
+    def boolean(self, table: dict[str, Any], key: str, path: Path_) -> bool | None:
+        if key not in table:
+            return None
+        value = table[key]
+        if not isinstance(value, bool):
+            self.error((*path, key), f'"{key}" must be true or false, not {_type_name(value)}')
+            return None
+        return value
+
+    def priority(self, table: dict[str, Any], path: Path_) -> str:
+        value = table.get("priority", "medium")
+        if value not in PRIORITIES or not isinstance(value, str):
+            self.error((*path, "priority"), f"bad priority {_show(value)}: use one of high, medium, low")
+            return "medium"
+        return value
+
+    def duration(self, table: dict[str, Any], key: str, path: Path_) -> float | None:
+        if key not in table:
+            return None
+        value = table[key]
+        if isinstance(value, str):
+            value = self.interp(value, (*path, key))
+            if value is None:
+                return None
+        try:
+            return parse_duration(value)
+        except DurationError as exc:
+            self.error((*path, key), f'"{key}": {exc}')
+            return None
+
+    def local_path(self, table: dict[str, Any], key: str, path: Path_) -> Path | None:
+        value = self.text(table, key, path)
+        if value is None:
+            return None
+        if not value.strip():
+            self.error((*path, key), f'"{key}" must not be empty')
+            return None
+        return Path(os.path.normpath(self.folder / os.path.expanduser(value)))
+
+    def id_list(self, table: dict[str, Any], key: str, path: Path_) -> tuple[str, ...]:
+        value = table.get(key, [])
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.error((*path, key), f'"{key}" must be an array of ids, e.g. {key} = ["0.1", "0.2"]')
+            return ()
+        return tuple(value)
+
+    def build_env(self, value: Any, path: Path_) -> dict[str, str]:
+        if not isinstance(value, dict):
+            self.error(path, f"env must be a table of NAME = \"value\", not {_type_name(value)}")
+            return {}
+        out: dict[str, str] = {}
+        for name, v in value.items():
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                self.error((*path, name), f'bad environment variable name "{name}"', at="key")
+            elif isinstance(v, bool) or not isinstance(v, (str, int, float)):
+                self.error((*path, name), f'env "{name}" must be a string or a number, not {_type_name(v)} '
+                                          '(quote it: "1")')
+            else:
+                text = self.interp(v, (*path, name)) if isinstance(v, str) else str(v)
+                if text is not None:
+                    out[name] = text
+        return out
