@@ -17,8 +17,9 @@ from eagle_console.sim.orphans import leave_orphans
 pytest.importorskip("textual")
 from textual.app import App  # noqa: E402
 
+from eagle_console.ops.orphans import KillRecord  # noqa: E402
 from eagle_console.tui.panes.gpus import GpuPane  # noqa: E402
-from eagle_console.tui.screens.kill import KillScreen, kill_grace  # noqa: E402
+from eagle_console.tui.screens.kill import KillScreen  # noqa: E402
 
 
 class KillApp(App):
@@ -73,8 +74,8 @@ def test_orphans_preselected_enter_kills_frees_memory_and_journals(tmp_path, nod
             await pilot.press("enter")
             await until(pilot, lambda: screen.state == "done", timeout=30, what="kill done")
             report = screen.report
-            assert sorted(report["killed"]) == sorted(orphans) and report["survivors"] == []
-            assert report["freed_mib"] == {"3": 6120.0, "5": 6120.0}
+            assert sorted(report.killed) == sorted(orphans) and report.survivors == []
+            assert report.freed_mib == {"3": 6120.0, "5": 6120.0}
             assert "freed 12240 MiB" in str(screen.query_one("#kill-progress").render())
             await pilot.press("enter")  # closes
             await until(pilot, lambda: results, what="dismissed")
@@ -87,11 +88,8 @@ def test_orphans_preselected_enter_kills_frees_memory_and_journals(tmp_path, nod
     asyncio.run(main())
     kills = [e for e in ctx.journal.events() if e.kind == "kill"]
     assert len(kills) == 1 and sorted(kills[0].data["killed"]) == sorted(orphans)
-    assert results == [report_of(kills[0])]
-
-
-def report_of(event) -> dict:
-    return dict(event.data)
+    assert results == [KillRecord.from_event(kills[0])]
+    assert (results[0].face, results[0].scope) == ("console", "orphans")
 
 
 def test_the_console_is_not_listed_and_enter_with_nothing_selected_does_nothing(tmp_path, monkeypatch):
@@ -117,10 +115,23 @@ def test_the_console_is_not_listed_and_enter_with_nothing_selected_does_nothing(
     assert [e for e in ctx.journal.events() if e.kind == "kill"] == []
 
 
-def test_grace_from_env(monkeypatch):
-    monkeypatch.setenv("EAGLE_CONSOLE_KILL_GRACE", "3s")
-    assert kill_grace() == 3.0
-    monkeypatch.setenv("EAGLE_CONSOLE_KILL_GRACE", "soon")
-    assert kill_grace() == 10.0
-    monkeypatch.delenv("EAGLE_CONSOLE_KILL_GRACE")
-    assert kill_grace() == 10.0
+def test_a_negative_grace_is_shown_and_nothing_is_killed(tmp_path, node, monkeypatch):
+    """EAGLE_CONSOLE_KILL_GRACE=-5 used to become a grace of 0 (SIGKILL at once): now K says why it won't kill."""
+    sim, orphans, _other = node
+    monkeypatch.setenv("EAGLE_CONSOLE_KILL_GRACE", "-5")
+    ctx = make_ctx(tmp_path, sim)
+    app = KillApp(ctx)
+
+    async def main() -> None:
+        async with app.run_test(size=(120, 40)) as pilot:
+            screen = KillScreen(ctx)
+            app.push_screen(screen)
+            await until(pilot, lambda: screen.state == "choosing", what="scan")
+            assert "EAGLE_CONSOLE_KILL_GRACE" in str(screen.query_one("#kill-plan").render())
+            await pilot.press("enter")
+            assert screen.state == "choosing"
+            assert "negative" in str(screen.query_one("#kill-progress").render())
+
+    asyncio.run(main())
+    assert all(psutil.pid_exists(p) for p in orphans)
+    assert [e for e in ctx.journal.events() if e.kind == "kill"] == []

@@ -20,7 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_json(p)
     p.add_argument("--kill", action="store_true", help="SIGTERM the orphans, SIGKILL them after --grace")
     p.add_argument("--yes", action="store_true", help="do not ask before killing")
-    p.add_argument("--grace", default="10s", help="time between SIGTERM and SIGKILL (default 10s)")
+    p.add_argument("--grace", default=None,
+                   help="time between SIGTERM and SIGKILL: 10, 10s, 1m30s (default $EAGLE_CONSOLE_KILL_GRACE or 10s)")
     p.add_argument("--state-dir", default=None, help="journal location override for PLAN")
     add_sim(p)
     p.set_defaults(func=cmd_orphans)
@@ -57,15 +58,13 @@ def cmd_gpus(args: argparse.Namespace) -> int:
     return 0
 
 
-def _tracked(args: argparse.Namespace) -> tuple[Any, list]:
-    from eagle_console.node.procs import tracked_runs_for
-
+def _journal(args: argparse.Namespace) -> Any:
+    """PLAN's journal (its runs are the tracked ones, and the kill is recorded there), or None."""
     if not args.plan:
-        return None, []
-    from eagle_console.cli.common import load_plan
+        return None
+    from eagle_console.cli.common import load_plan, open_journal
 
-    plan = load_plan(args.plan, args.state_dir)
-    return plan, tracked_runs_for(plan)
+    return open_journal(load_plan(args.plan, args.state_dir))
 
 
 def _confirm(targets: list) -> bool:
@@ -76,57 +75,45 @@ def _confirm(targets: list) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
+def _print_holders(holders: list) -> None:
+    for h in holders:
+        print(f"{h.pid:>7} ppid {h.ppid if h.ppid is not None else '?':>7} {h.user or '?':<8} "
+              f"gpus {','.join(map(str, h.gpus)) or '-':<7} {_na(h.used_mib):>8} MiB {h.cls:<7} "
+              f"{h.owner or '-':<6} {h.reason or '':<28} {h.command[:70]}")
+    if not holders:
+        print("no GPU holders")
+
+
 def cmd_orphans(args: argparse.Namespace) -> int:
-    from eagle_console.node.gpus import open_backend
-    from eagle_console.node.kill import kill_holders, select_targets
-    from eagle_console.node.procs import scan_holders
-    from eagle_console.plan.durations import DurationError, parse_duration
+    from eagle_console.node.kill import GraceError, resolve_grace
+    from eagle_console.ops import orphans
 
     try:
-        grace = parse_duration(args.grace)
-    except DurationError as exc:
-        raise CliError(f"--grace: {exc}") from None
-    plan, tracked = _tracked(args)
-    backend = open_backend(sim_dir(args))
+        grace = resolve_grace(args.grace, "--grace")
+    except GraceError as exc:
+        raise CliError(str(exc)) from None
+    journal = _journal(args)
     try:
-        sample = backend.sample()
-        holders = scan_holders(sample, tracked, device_prefix=backend.device_prefix)
-        doc: dict[str, Any] = {"holders": [h.to_dict() for h in holders], "killed": [], "survivors": [],
-                               "freed_mib": {}}
-        if sample.error and not args.json:
-            print(f"{sample.backend}: {sample.error}", file=sys.stderr)
-        if not args.json:
-            for h in holders:
-                print(f"{h.pid:>7} ppid {h.ppid if h.ppid is not None else '?':>7} {h.user or '?':<8} "
-                      f"gpus {','.join(map(str, h.gpus)) or '-':<7} {_na(h.used_mib):>8} MiB {h.cls:<7} "
-                      f"{h.owner or '-':<6} {h.reason or '':<28} {h.command[:70]}")
-            if not holders:
-                print("no GPU holders")
-        targets = select_targets(holders, "orphans")
-        if args.kill and targets and (args.yes or _confirm(targets)):
-            def say(msg: str) -> None:
-                print(msg, file=sys.stderr if args.json else sys.stdout, flush=True)
-
-            report = kill_holders(targets, backend=backend, grace=grace, say=say)
-            doc.update({k: report[k] for k in ("killed", "survivors", "freed_mib")})
-            _journal_kill(plan, report)
+        with orphans.scan(sim_dir(args), journal) as found:
+            doc: dict[str, Any] = {"holders": [h.to_dict() for h in found.holders], "killed": [],
+                                   "survivors": [], "freed_mib": {}}
+            if found.error and not args.json:
+                print(f"{found.backend_name}: {found.error}", file=sys.stderr)
             if not args.json:
-                print(f"killed {report['killed']}, survivors {report['survivors']}, freed MiB {report['freed_mib']}")
+                _print_holders(found.holders)
+            targets = orphans.choose(found, "orphans")
+            if args.kill and targets and (args.yes or _confirm(targets)):
+                def say(msg: str) -> None:
+                    print(msg, file=sys.stderr if args.json else sys.stdout, flush=True)
+
+                record = orphans.kill(found, targets, grace=grace, scope="orphans", face="cli", journal=journal,
+                                      say=say)
+                doc.update(killed=record.killed, survivors=record.survivors, freed_mib=record.freed_mib)
+                if not args.json:
+                    print(f"killed {record.killed}, survivors {record.survivors}, freed MiB {record.freed_mib}")
     finally:
-        backend.close()
+        if journal is not None:
+            journal.close()
     if args.json:
         print_json(doc)
     return 1 if doc["survivors"] else 0
-
-
-def _journal_kill(plan: Any, report: dict[str, Any]) -> None:
-    """Every kill is journaled (state.md); without a plan there is no journal to write to."""
-    if plan is None:
-        return
-    from eagle_console.cli.common import open_journal
-
-    journal = open_journal(plan)
-    try:
-        journal.append("kill", None, None, None, **report)
-    finally:
-        journal.close()

@@ -25,11 +25,18 @@ RUNNABLE_AGAIN = ("pending", "rolled_back")
 
 
 def kill_grace_s() -> float:
-    """SIGTERM → SIGKILL grace for timeouts and rollbacks (EAGLE_CONSOLE_KILL_GRACE overrides)."""
+    """SIGTERM → SIGKILL grace for timeouts and rollbacks: node.kill's one parser of EAGLE_CONSOLE_KILL_GRACE.
+
+    Called after the run or rollback is journaled, so a bad value cannot refuse it any more: it is
+    reported on stderr and the default grace is used instead of a negative or made-up one.
+    """
+    from eagle_console.node.kill import DEFAULT_GRACE_S, GraceError, resolve_grace
+
     try:
-        return float(os.environ.get("EAGLE_CONSOLE_KILL_GRACE", "10"))
-    except ValueError:
-        return 10.0
+        return resolve_grace()
+    except GraceError as exc:
+        print(f"eagle-console: {exc}; using {DEFAULT_GRACE_S:g}s", file=sys.stderr)
+        return DEFAULT_GRACE_S
 
 
 def action_argv(plan: Plan, step: Step, action: Action, mode: str, run_id: int | None = None,

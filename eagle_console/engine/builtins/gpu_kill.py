@@ -6,7 +6,7 @@ import re
 import signal
 from typing import Any
 
-from eagle_console.engine.builtins.base import ActionContext, Builtin, BuiltinError, seconds, value_errors
+from eagle_console.engine.builtins.base import ActionContext, Builtin, BuiltinError, value_errors
 
 
 def parse_signal(value: Any) -> int:
@@ -32,7 +32,7 @@ class GpuKill(Builtin):
     confirm = True
 
     def validate(self, args: dict[str, Any]) -> list[str]:
-        from eagle_console.node.kill import SCOPES
+        from eagle_console.node.kill import SCOPES, parse_grace
 
         problems = []
         scope = args.get("scope", "orphans")
@@ -53,13 +53,12 @@ class GpuKill(Builtin):
                 problems.append("scope 'match' needs `match` regexes")
         problems += value_errors(lambda: _int_list(args.get("gpus"), "gpus"),
                                  lambda: parse_signal(args.get("signal")),
-                                 lambda: seconds(args.get("grace", "10s")))
+                                 lambda: args.get("grace") is None or parse_grace(args["grace"], "`grace`"))
         return problems
 
     def run(self, ctx: ActionContext) -> int:
-        from eagle_console.node.gpus import open_backend
-        from eagle_console.node.kill import kill_holders, select_targets
-        from eagle_console.node.procs import scan_holders, tracked_runs
+        from eagle_console.node.kill import GraceError, resolve_grace
+        from eagle_console.ops import orphans
 
         problems = self.validate(ctx.args)
         if problems:
@@ -69,47 +68,46 @@ class GpuKill(Builtin):
         match = [match] if isinstance(match, str) else match
         gpus = _int_list(ctx.args.get("gpus"), "gpus")
         sig = parse_signal(ctx.args.get("signal"))
-        grace = seconds(ctx.args.get("grace", "10s"))
-        backend = open_backend(ctx.sim_dir)
         try:
-            sample = backend.sample()
-            if sample.error:
-                ctx.say(f"GPU backend {sample.backend}: {sample.error}")
-            journal = ctx.journal()
-            try:
-                tracked = tracked_runs(journal)
-            finally:
-                journal.close()
-            holders = scan_holders(sample, tracked, device_prefix=backend.device_prefix)
-            targets = select_targets(holders, scope, match, gpus)
-            chosen = {t.pid for t in targets}
-            for h in holders:
-                mark = "*" if h.pid in chosen else " "
-                ctx.say(f"{mark} {h.pid:>7} gpus {','.join(map(str, h.gpus)) or '-':<7} "
-                        f"{(h.used_mib or 0):>8.0f} MiB {h.cls:<7} {h.reason or '':<28} {h.command[:70]}")
-            if not targets:
-                ctx.say(f"nothing to kill in scope {scope!r}")
-                ctx.result("killed", 0)
-                ctx.result("freed_mib", 0.0)
-                return 0
+            grace = resolve_grace(ctx.args.get("grace"), "`grace`")
+        except GraceError as exc:  # EAGLE_CONSOLE_KILL_GRACE of the action's environment
+            raise BuiltinError(str(exc)) from None
+        journal = ctx.journal()  # its runs are the tracked ones (the action does not load the plan)
+        try:
+            with orphans.scan(ctx.sim_dir, journal) as found:
+                if found.error:
+                    ctx.say(f"GPU backend {found.backend_name}: {found.error}")
+                targets = orphans.choose(found, scope, match, gpus)
+                self._say_holders(ctx, found.holders, {t.pid for t in targets})
+                if not targets:
+                    ctx.say(f"nothing to kill in scope {scope!r}")
+                    ctx.result("killed", 0)
+                    ctx.result("freed_mib", 0.0)
+                    return 0
 
-            def countdown(left: float, alive: list[int]) -> None:
-                ctx.say(f"  {left:4.0f}s left of the grace period; waiting for {len(alive)}: "
-                        f"{' '.join(map(str, alive))}")
+                def countdown(left: float, alive: list[int]) -> None:
+                    ctx.say(f"  {left:4.0f}s left of the grace period; waiting for {len(alive)}: "
+                            f"{' '.join(map(str, alive))}")
 
-            report = kill_holders(targets, backend=backend, grace=grace, sig=sig, progress=countdown,
-                                  say=ctx.say)
+                record = orphans.kill(found, targets, grace=grace, scope=scope, face="step", journal=journal,
+                                      step_id=ctx.step_id, run_id=ctx.run_id, sig=sig, progress=countdown,
+                                      say=ctx.say)
         finally:
-            backend.close()
-        ctx.save("kill.json", report)
-        ctx.journal().append("kill", ctx.step_id, ctx.run_id, None, scope=scope, **report)
-        freed_total = round(sum(report["freed_mib"].values()), 1)
-        ctx.say(f"killed {len(report['killed'])}: {report['killed']}; freed {freed_total} MiB "
-                f"{report['freed_mib']}; survivors {report['survivors']}")
-        ctx.result("killed", len(report["killed"]))
-        ctx.result("freed_mib", freed_total)
-        for gpu, mib in report["freed_mib"].items():
+            journal.close()
+        ctx.save("kill.json", record._asdict())
+        ctx.say(f"killed {len(record.killed)}: {record.killed}; freed {record.freed_total} MiB "
+                f"{record.freed_mib}; survivors {record.survivors}")
+        ctx.result("killed", len(record.killed))
+        ctx.result("freed_mib", record.freed_total)
+        for gpu, mib in record.freed_mib.items():
             ctx.result(f"freed_mib_gpu{gpu}", mib)
-        if report["survivors"]:
-            raise BuiltinError(f"still alive after SIGKILL: {report['survivors']}")
+        if record.survivors:
+            raise BuiltinError(f"still alive after SIGKILL: {record.survivors}")
         return 0
+
+    @staticmethod
+    def _say_holders(ctx: ActionContext, holders: list, chosen: set[int]) -> None:
+        for h in holders:
+            mark = "*" if h.pid in chosen else " "
+            ctx.say(f"{mark} {h.pid:>7} gpus {','.join(map(str, h.gpus)) or '-':<7} "
+                    f"{(h.used_mib or 0):>8.0f} MiB {h.cls:<7} {h.reason or '':<28} {h.command[:70]}")

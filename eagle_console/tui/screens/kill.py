@@ -1,15 +1,14 @@
 """`K`: kill orphaned GPU workers. Lists every holder (orphans preselected), what will be signalled,
 then SIGTERM → grace countdown → SIGKILL in a worker, and the result (killed, survivors, MiB freed).
 
-The scan and the kill run in thread workers; the countdown comes back through `call_from_thread`.
+The scan and the kill (ops.orphans) run in thread workers; the countdown comes back through `call_from_thread`.
 Holders that `kill.refusal` protects (PID 1, the console and its ancestors, other users, other PID
 namespaces) are shown with the reason and cannot be selected.
 """
 
 from __future__ import annotations
 
-import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.binding import Binding
@@ -17,52 +16,32 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
+from eagle_console.ops.orphans import KillRecord, memory_by_gpu
 from eagle_console.tui.panes.gpus import holder_command
 
 if TYPE_CHECKING:
-    from eagle_console.node.gpus import GpuBackend
     from eagle_console.node.procs import Holder
+    from eagle_console.ops.orphans import HolderScan
     from eagle_console.tui.context import ConsoleContext
 
-GRACE_ENV = "EAGLE_CONSOLE_KILL_GRACE"
-DEFAULT_GRACE_S = 10.0
 
-
-def kill_grace() -> float:
-    """The grace between SIGTERM and SIGKILL: EAGLE_CONSOLE_KILL_GRACE (seconds, `10` or `10s`) or 10."""
-    raw = os.environ.get(GRACE_ENV, "").strip().removesuffix("s")
-    try:
-        return max(0.0, float(raw)) if raw else DEFAULT_GRACE_S
-    except ValueError:
-        return DEFAULT_GRACE_S
-
-
-def memory_by_gpu(holders: list[Holder]) -> dict[int, float]:
-    out: dict[int, float] = {}
-    for h in holders:
-        for g, mib in h.used_by_gpu.items():
-            out[g] = out.get(g, 0.0) + mib
-    return out
-
-
-def result_text(report: dict[str, Any]) -> Text:
-    killed, survivors = report.get("killed", []), report.get("survivors", [])
-    freed = report.get("freed_mib", {})
+def result_text(record: KillRecord) -> Text:
+    killed, survivors = record.killed, record.survivors
     out = Text(f"killed {len(killed)}: {' '.join(map(str, killed)) or '-'}\n", style="bold green" if killed else "")
     if survivors:
         out += Text(f"SURVIVORS {len(survivors)}: {' '.join(map(str, survivors))}\n", style="bold red")
-    if report.get("gone"):
-        out += Text(f"already gone: {' '.join(map(str, report['gone']))}\n", style="dim")
-    for r in report.get("refused", []):
+    if record.gone:
+        out += Text(f"already gone: {' '.join(map(str, record.gone))}\n", style="dim")
+    for r in record.refused:
         out += Text(f"not signalled {r['pid']}: {r['reason']}\n", style="yellow")
-    total = sum(freed.values())
+    freed = record.freed_mib
     per_gpu = ", ".join(f"GPU {g}: {mib:.0f} MiB" for g, mib in sorted(freed.items(), key=lambda kv: int(kv[0])))
-    out += Text(f"freed {total:.0f} MiB" + (f" ({per_gpu})" if per_gpu else ""))
+    out += Text(f"freed {sum(freed.values()):.0f} MiB" + (f" ({per_gpu})" if per_gpu else ""))
     return out
 
 
-class KillScreen(ModalScreen[dict | None]):
-    """Dismisses with the journaled report, or None when nothing was killed."""
+class KillScreen(ModalScreen[KillRecord | None]):
+    """Dismisses with the journaled record, or None when nothing was killed."""
 
     DEFAULT_CSS = """
     KillScreen { align: center middle; }
@@ -84,15 +63,21 @@ class KillScreen(ModalScreen[dict | None]):
     ]
 
     def __init__(self, ctx: ConsoleContext, grace: float | None = None) -> None:
+        from eagle_console.node.kill import GraceError, resolve_grace
+
         super().__init__()
         self.ctx = ctx
-        self.grace = kill_grace() if grace is None else grace
+        self.grace_error: str | None = None
+        try:
+            self.grace = resolve_grace() if grace is None else grace
+        except GraceError as exc:  # a bad EAGLE_CONSOLE_KILL_GRACE: say so instead of guessing a grace
+            self.grace, self.grace_error = 0.0, str(exc)
         self.holders: list[Holder] = []
         self.refused: dict[int, str] = {}
         self.selected: set[int] = set()
         self.state = "scanning"  # scanning | choosing | killing | done
-        self.report: dict[str, Any] | None = None
-        self._backend: GpuBackend | None = None
+        self.report: KillRecord | None = None
+        self._found: HolderScan | None = None
 
     def compose(self):
         with Vertical(id="kill-dialog"):
@@ -115,29 +100,25 @@ class KillScreen(ModalScreen[dict | None]):
     # ---- scan ------------------------------------------------------------------------------------
 
     def _scan(self) -> None:
-        from eagle_console.node.gpus import open_backend
-        from eagle_console.node.kill import protected_pids, refusal
-        from eagle_console.node.procs import scan_holders, tracked_runs
+        from eagle_console.ops import orphans
 
         try:
-            self._backend = open_backend(self.ctx.sim_dir)
-            sample = self._backend.sample()
-            holders = scan_holders(sample, tracked_runs(self.ctx.journal), device_prefix=self._backend.device_prefix)
-            protected = protected_pids()
-            refused = {h.pid: why for h in holders if (why := refusal(h, (), protected))}
-            note = sample.error if sample.backend == "none" else None
+            self._found = orphans.scan(self.ctx.sim_dir, self.ctx.journal)
         except Exception as exc:  # show it in the dialog instead of crashing the console
             self.app.call_from_thread(self._show_error, f"cannot scan GPU holders: {exc}")
             return
-        self.app.call_from_thread(self._show_holders, holders, refused, note)
+        self.app.call_from_thread(self._show_holders, self._found)
 
     def _show_error(self, message: str) -> None:
         self.state = "done"
         self.query_one("#kill-summary", Static).update(Text(message, style="red"))
 
-    def _show_holders(self, holders: list[Holder], refused: dict[int, str], note: str | None) -> None:
-        self.holders, self.refused = holders, refused
-        self.selected = {h.pid for h in holders if h.cls == "orphan" and h.pid not in refused}
+    def _show_holders(self, found: HolderScan) -> None:
+        from eagle_console.ops.orphans import preselected
+
+        holders, refused = self.holders, self.refused = found.holders, found.refused
+        note = found.error if found.unavailable else None
+        self.selected = preselected(found)
         table = self.query_one(DataTable)
         for h in holders:
             why = refused.get(h.pid)
@@ -166,7 +147,9 @@ class KillScreen(ModalScreen[dict | None]):
 
     def _show_plan(self) -> None:
         chosen = self.chosen()
-        if not chosen:
+        if self.grace_error:
+            text = Text(f"{self.grace_error}: fix it to kill from here", style="red")
+        elif not chosen:
             text = Text("Nothing selected.", style="dim")
         else:
             freed = memory_by_gpu(chosen)
@@ -203,6 +186,9 @@ class KillScreen(ModalScreen[dict | None]):
         if self.ctx.readonly:
             self.query_one("#kill-progress", Static).update("read-only console: killing is disabled")
             return
+        if self.grace_error:
+            self.query_one("#kill-progress", Static).update(Text(self.grace_error, style="red"))
+            return
         targets = self.chosen()
         if not targets:
             self.query_one("#kill-progress", Static).update("select at least one process (space)")
@@ -216,39 +202,38 @@ class KillScreen(ModalScreen[dict | None]):
         if self.state == "killing":  # the kill finishes and journals first
             self.query_one("#kill-progress", Static).update("still killing: wait for the result")
             return
-        if self._backend is not None:
-            self._backend.close()
+        if self._found is not None:
+            self._found.close()
         self.dismiss(self.report)
 
     # ---- kill ------------------------------------------------------------------------------------
 
     def _kill(self, targets: list[Holder]) -> None:
-        from eagle_console.journal.operator import current_operator
-        from eagle_console.node.kill import kill_holders
+        from eagle_console.ops import orphans
 
         def progress(left: float, alive: list[int]) -> None:
             self.app.call_from_thread(self._countdown, left, alive)
 
+        assert self._found is not None  # enter is only live once the scan is shown
         try:
-            report = kill_holders(targets, backend=self._backend, grace=self.grace, progress=progress)
-            report["scope"] = "console"
-            self.ctx.journal.append("kill", None, None, current_operator(), **report)
+            record = orphans.kill(self._found, targets, grace=self.grace, face="console", journal=self.ctx.journal,
+                                  scope=orphans.selection_scope(self._found, self.selected), progress=progress)
         except Exception as exc:
             self.app.call_from_thread(self._done, None, f"kill failed: {exc}")
             return
-        self.app.call_from_thread(self._done, report, None)
+        self.app.call_from_thread(self._done, record, None)
 
     def _countdown(self, left: float, alive: list[int]) -> None:
         self.query_one("#kill-progress", Static).update(
             f"SIGTERM sent · SIGKILL in {left:.0f}s · still alive: {' '.join(map(str, alive))}")
 
-    def _done(self, report: dict[str, Any] | None, error: str | None) -> None:
+    def _done(self, record: KillRecord | None, error: str | None) -> None:
         self.state = "done"
-        self.report = report
+        self.report = record
         progress = self.query_one("#kill-progress", Static)
-        progress.update(Text(error, style="red") if error else result_text(report or {}))
+        progress.update(result_text(record) if record is not None else Text(error or "", style="red"))
         self.query_one("#kill-hint", Static).update("enter / esc close")
-        for pid in (report or {}).get("killed", []):
+        for pid in record.killed if record is not None else []:
             try:
                 self.query_one(DataTable).update_cell(str(pid), "sel", Text("killed", style="green"))
             except Exception:  # the row may be gone if the table was rebuilt
