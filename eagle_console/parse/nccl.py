@@ -51,7 +51,6 @@ _P2P_DISABLED = (
     re.compile(r"P2P not supported between GPU(?P<a>\d+) and GPU(?P<b>\d+)"),
     re.compile(r"Legacy IPC not supported"),
 )
-_CONNECTED_RINGS = re.compile(r"^Connected all rings")
 _SEVERE_WARN = re.compile(r"fail|error|timeout|timed out|abort|unhandled", re.IGNORECASE)
 
 TRANSPORTS = ("P2P", "SHM", "NET", "COLLNET")
@@ -135,7 +134,6 @@ class NcclParser:
     hosts: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-    lines_seen: int = 0
     nccl_lines_seen: int = 0
     _conns: list[_Conn] = field(default_factory=list)
     _conn_keys: set[tuple] = field(default_factory=set)
@@ -152,14 +150,12 @@ class NcclParser:
     _p2p_disabled: list[str] = field(default_factory=list)
     _warn_count: int = 0
     _severe_warn: bool = False
-    _rings_connected: int = 0
 
     def feed(self, lines: Iterable[str]) -> None:
         for line in lines:
             self.feed_line(line)
 
     def feed_line(self, line: str) -> None:
-        self.lines_seen += 1
         if "NCCL" not in line and "nccl==" not in line:
             return
         m = _LINE.search(line)
@@ -214,9 +210,6 @@ class NcclParser:
         e = _ENV.match(msg)
         if e:
             self.env[e.group("name")] = e.group("value")
-            return
-        if _CONNECTED_RINGS.match(msg):
-            self._rings_connected += 1
             return
         for pattern in _P2P_DISABLED:
             d = pattern.search(msg)

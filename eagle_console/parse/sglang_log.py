@@ -186,13 +186,11 @@ class SglangLogParser:
     decode_samples: int = 0
     prefill: PrefillSample | None = None
     prefill_samples: int = 0
-    lines_seen: int = 0
     history: deque = field(init=False)  # (gen_throughput, accept_len) for a sparkline
     _stage_seen: set[str] = field(default_factory=set)
     _codes: dict[str, list] = field(default_factory=dict)  # code → [severity, count, first line, advice]
     _tb: list[str] | None = None  # head of a traceback being read
     _tb_code: str | None = None
-    _errors_dropped: int = 0
 
     def __post_init__(self) -> None:
         self.history = deque(maxlen=self.history_len)
@@ -202,7 +200,6 @@ class SglangLogParser:
             self.feed_line(line)
 
     def feed_line(self, line: str) -> None:
-        self.lines_seen += 1
         line = line.rstrip("\r\n")
         ts, ranks, msg = split_prefix(line)
         if self._tb is not None and self._traceback_line(msg, ts):
@@ -266,8 +263,6 @@ class SglangLogParser:
             return  # informational lines are findings, not errors
         if len(self.errors) < MAX_ERRORS:
             self.errors.append(text[:MAX_LINE])
-        else:
-            self._errors_dropped += 1
 
     # ---- results -------------------------------------------------------------------------------
 

@@ -165,11 +165,6 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _where_name(path: Path_) -> str:
-    names = [p for p in path if isinstance(p, str)]
-    return "[" + ".".join(names) + "]" if names else "the top level"
-
-
 class _Builder:
     def __init__(self, path: Path, text: str, environ: Mapping[str, str]) -> None:
         self.path = path
