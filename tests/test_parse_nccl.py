@@ -7,14 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from eagle_console.parse.nccl import (
-    NcclParser,
-    format_bus_id,
-    format_matrix,
-    nccl_lines,
-    summarize,
-    transport_matrix,
-)
+from eagle_console.parse.nccl import NcclParser, format_bus_id, nccl_lines, summarize
+from eagle_console.parse.nccl_matrix import format_matrix, transport_matrix
 
 DATA = Path(__file__).parent / "data" / "nccl"
 SGLANG = Path(__file__).parent / "data" / "sglang"

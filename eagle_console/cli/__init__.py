@@ -39,13 +39,7 @@ def build_parser(modules: tuple[str, ...] = COMMAND_MODULES) -> argparse.Argumen
     parser.add_argument("--version", action="version", version=f"eagle-console {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in modules:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:  # a command group not built yet must not break the others
-            if exc.name != name:
-                raise
-            continue
-        module.register(sub)
+        importlib.import_module(name).register(sub)  # a missing command module is a bug: let it raise
     return parser
 
 

@@ -5,8 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eagle_console.cli.common import CliError, add_json, print_json
+
+if TYPE_CHECKING:
+    from eagle_console.parse.nccl import NcclSummary
+    from eagle_console.parse.sglang_log import ServerLogSummary, SglangLogParser
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,7 +41,8 @@ def _check_file(path: str) -> Path:
 
 def cmd_nccl(args: argparse.Namespace) -> int:
     from eagle_console.node.tail import read_lines
-    from eagle_console.parse.nccl import NcclParser, format_matrix
+    from eagle_console.parse.nccl import NcclParser
+    from eagle_console.parse.nccl_matrix import format_matrix
 
     paths = [_check_file(p) for p in args.logs]
     parser = NcclParser()
@@ -52,7 +58,7 @@ def cmd_nccl(args: argparse.Namespace) -> int:
     return 1 if any(f["severity"] == "error" for f in summary["findings"]) else 0
 
 
-def _print_nccl(s: dict, nccl_lines: int) -> None:
+def _print_nccl(s: NcclSummary, nccl_lines: int) -> None:
     ranks = s["ranks"] if s["ranks"] is not None else "?"
     print(f"NCCL {s['version'] or 'version unknown'} · {s['init_complete']}/{ranks} ranks initialised · "
           f"hosts: {', '.join(s['hosts']) or '—'} · {nccl_lines} NCCL lines")
@@ -86,7 +92,7 @@ def cmd_server_log(args: argparse.Namespace) -> int:
     return 1 if any(f["severity"] == "error" for f in summary["findings"]) else 0
 
 
-def _print_server_log(s: dict, parser: object) -> None:
+def _print_server_log(s: ServerLogSummary, parser: SglangLogParser) -> None:
     print(f"ready: {'yes' if s['ready'] else 'no'} · {len(s['stages'])} stages · "
           f"{s['decode_samples']} decode logs · {len(s['errors'])} errors")
     for st in s["stages"]:
@@ -96,7 +102,7 @@ def _print_server_log(s: dict, parser: object) -> None:
         accept = f"{d['accept_len']:.2f}" if d["accept_len"] is not None else "n/a"
         print(f"decode (latest): {d['gen_throughput']:.2f} tok/s · accept len {accept} · "
               f"running {d['running_req']} · token usage {d['token_usage']:.2f}")
-        history = [t for t, _a in getattr(parser, "history", [])]
+        history = [t for t, _a in parser.history]
         if len(history) > 1:
             print(f"throughput over {len(history)} logs: {sparkline(history)}")
     for f in s["findings"]:
@@ -112,21 +118,21 @@ def sparkline(values: list[float]) -> str:
     return "".join(_BARS[min(len(_BARS) - 1, int((v - lo) / span * (len(_BARS) - 1) + 0.5))] for v in values)
 
 
-def _follow_server_log(path: Path, parser: object) -> int:
+def _follow_server_log(path: Path, parser: SglangLogParser) -> int:
     from eagle_console.node.tail import follow
 
     seen_stages = errors = 0
     for line in follow(path):
-        before = parser.decode_samples  # type: ignore[attr-defined]
-        parser.feed_line(line)  # type: ignore[attr-defined]
-        stages, errs = parser.stages, parser.errors  # type: ignore[attr-defined]
+        before = parser.decode_samples
+        parser.feed_line(line)
+        stages, errs = parser.stages, parser.errors
         for st in stages[seen_stages:]:
             print(f"[stage] {st['name']}: {st['line']}")
         for err in errs[errors:]:
             print(f"[error] {err}")
         seen_stages, errors = len(stages), len(errs)
-        if parser.decode_samples != before:  # type: ignore[attr-defined]
-            d = parser.decode  # type: ignore[attr-defined]
+        if parser.decode_samples != before and parser.decode is not None:
+            d = parser.decode
             accept = f"{d.accept_len:.2f}" if d.accept_len is not None else "n/a"
             print(f"[decode] {d.gen_throughput:.2f} tok/s · accept len {accept} · running {d.running_req}")
         sys.stdout.flush()

@@ -6,9 +6,8 @@ reference/eagle3-drafters.md (key names and shapes, d2t/t2d, aux-layer conventio
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from eagle_console.drafter.checkpoint import (
     Checkpoint,
@@ -19,8 +18,7 @@ from eagle_console.drafter.checkpoint import (
     text_config,
 )
 from eagle_console.drafter.safetensors_io import FLOAT_DTYPES, SafetensorsError, count_nonfinite, read_array
-
-Severity = str  # "error" | "warning" | "info"
+from eagle_console.findings import Finding, FindingJson, Severity, by_severity
 
 REQUIRED_FIELDS = ("hidden_size", "num_attention_heads", "num_key_value_heads", "intermediate_size",
                    "vocab_size", "max_position_embeddings")
@@ -29,14 +27,13 @@ REQUIRED_FIELDS = ("hidden_size", "num_attention_heads", "num_key_value_heads", 
 LAYER_PREFIXES = ("midlayer.", "layers.0.")
 
 
-@dataclass(frozen=True)
-class Finding:
-    severity: Severity
-    code: str
-    message: str
+class DrafterReport(TypedDict):
+    """The `drafter check --json` document (cli.md)."""
 
-    def as_dict(self) -> dict[str, str]:
-        return {"severity": self.severity, "code": self.code, "message": self.message}
+    ok: bool  # no error finding
+    findings: list[FindingJson]  # errors first, then warnings, then information
+    config: dict[str, Any]  # the drafter's config.json as read
+    tensors: int
 
 
 def is_eagle3(config: dict[str, Any]) -> bool:
@@ -117,7 +114,7 @@ class DrafterCheck:
     def add(self, severity: Severity, code: str, message: str) -> None:
         self.findings.append(Finding(severity, code, message))
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> DrafterReport:
         try:
             self.ckpt = load_checkpoint(self.path)
         except CheckpointError as exc:
@@ -139,15 +136,14 @@ class DrafterCheck:
             self.check_values()
         return self.result()
 
-    def result(self) -> dict[str, Any]:
-        order = {"error": 0, "warning": 1, "info": 2}
-        findings = sorted(self.findings, key=lambda f: order.get(f.severity, 3))
-        return {
-            "ok": not any(f.severity == "error" for f in findings),
-            "findings": [f.as_dict() for f in findings],
-            "config": self.ckpt.config if self.ckpt else {},
-            "tensors": len(self.ckpt.tensors) if self.ckpt else 0,
-        }
+    def result(self) -> DrafterReport:
+        findings = by_severity(self.findings)
+        return DrafterReport(
+            ok=not any(f.severity == "error" for f in findings),
+            findings=[f.to_json() for f in findings],
+            config=self.ckpt.config if self.ckpt else {},
+            tensors=len(self.ckpt.tensors) if self.ckpt else 0,
+        )
 
     # -- config ------------------------------------------------------------------------------------------
 
@@ -360,6 +356,6 @@ class DrafterCheck:
                      "or was saved from a diverged run; use another checkpoint")
 
 
-def check_drafter(path: str | Path, target: str | Path | None = None, values: bool = False) -> dict[str, Any]:
+def check_drafter(path: str | Path, target: str | Path | None = None, values: bool = False) -> DrafterReport:
     """The `drafter check --json` document for drafter folder `path` (and target model folder `target`)."""
     return DrafterCheck(Path(path), Path(target) if target else None, values).run()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from eagle_console.engine.runner import Engine, action_argv, action_env, kill_grace_s, launch_supervisor
 from eagle_console.engine.spec import RollbackSpec, UndoItem, write_spec
-from eagle_console.journal import Refused
+from eagle_console.journal import EventKind, Refused
 from eagle_console.plan.model import Step
 
 UNDOABLE = ("completed", "failed", "in_progress")
@@ -114,7 +114,7 @@ def start_rollback(engine: Engine, target: str, cascade: bool = False, force: bo
                    who: str | None = None) -> tuple[int, list[UndoItem]]:
     items = plan_rollback(engine, target, cascade, force)
     plan = engine.plan
-    rollback_id = engine.journal.append("rollback_begin", target, None, who, cascade=cascade, force=force,
+    rollback_id = engine.journal.append(EventKind.ROLLBACK_BEGIN, target, None, who, cascade=cascade, force=force,
                                         steps=[i.step_id for i in items])
     log = plan.state_dir / "logs" / f"rollback-{rollback_id}.log"
     spec = RollbackSpec(rollback_id=rollback_id, target=target, journal=str(engine.journal.path), log=str(log),
@@ -129,6 +129,6 @@ def start_rollback(engine: Engine, target: str, cascade: bool = False, force: bo
 def rollback_outcome(engine: Engine, rollback_id: int) -> dict | None:
     """The `rollback_end` event's data once the rollback finished, else None."""
     for e in engine.journal.events(rollback_id):
-        if e.kind == "rollback_end" and e.run_id == rollback_id:
+        if e.kind == EventKind.ROLLBACK_END and e.run_id == rollback_id:
             return e.data
     return None

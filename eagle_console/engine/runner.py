@@ -16,7 +16,7 @@ from typing import Any
 
 from eagle_console.engine.procs import alive
 from eagle_console.engine.spec import ActionSpec, BuiltinCall, ReadySpec, encode_call, write_spec
-from eagle_console.journal import DONE, Journal, Refused, Run, plan_statuses
+from eagle_console.journal import DONE, EventKind, Journal, Refused, Run, plan_statuses
 from eagle_console.plan.model import Action, Plan, Ready, Step
 
 # A run whose supervisor has not reported its pid after this long never started.
@@ -192,7 +192,7 @@ class Engine:
             needs_status={n: statuses.get(n, "pending") for n in needs},
         )
         log = self.log_path(step, run_id)
-        self.journal.append("run_log", step_id, run_id, None, log=str(log))
+        self.journal.append(EventKind.RUN_LOG, step_id, run_id, None, log=str(log))
         spec = ActionSpec(
             run_id=run_id, step_id=step_id, journal=str(self.journal.path), log=str(log),
             argv=action_argv(self.plan, step, step.action, "run", run_id),

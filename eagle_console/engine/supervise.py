@@ -22,7 +22,7 @@ from pathlib import Path
 
 from eagle_console.engine.procs import create_time, stop_session
 from eagle_console.engine.spec import ActionSpec, RollbackSpec, read_spec
-from eagle_console.journal import Journal
+from eagle_console.journal import EventKind, Journal
 
 RESULT_RE = re.compile(r"^::result\s+([A-Za-z0-9_.\-]+)=(.*)$")
 POLL_S = 0.1
@@ -233,7 +233,7 @@ def run_action(spec: ActionSpec) -> int:
 
 
 def _service_ended(journal: Journal, sup: Supervisor, spec: ActionSpec, rc: int, ready_seen: bool) -> int:
-    stop_requested = any(e.kind == "run_stop" and e.run_id == spec.run_id
+    stop_requested = any(e.kind == EventKind.RUN_STOP and e.run_id == spec.run_id
                          for e in journal.events(spec.run_id - 1, spec.step_id))
     if stop_requested:
         sup.note(f"the service stopped ({describe_exit(rc)}) as the rollback asked")
@@ -248,7 +248,7 @@ def _service_ended(journal: Journal, sup: Supervisor, spec: ActionSpec, rc: int,
         return 1
     reason = f"the service died after it was ready ({describe_exit(rc)})"
     sup.note(reason)
-    journal.append("service_died", spec.step_id, spec.run_id, None, exit_code=rc, reason=reason)
+    journal.append(EventKind.SERVICE_DIED, spec.step_id, spec.run_id, None, exit_code=rc, reason=reason)
     journal.end_run(spec.run_id, spec.step_id, exit_code=rc, outcome="failed", reason=reason,
                     step_status="failed")
     return 1
@@ -270,7 +270,7 @@ def run_rollback(spec: RollbackSpec) -> int:
     log = Path(spec.log)
     sup = Supervisor(journal, log)
     me = os.getpid()
-    journal.append("rollback_proc", spec.target, spec.rollback_id, None, supervisor_pid=me,
+    journal.append(EventKind.ROLLBACK_PROC, spec.target, spec.rollback_id, None, supervisor_pid=me,
                    supervisor_ctime=create_time(me))
     sup.note(f"rollback {spec.rollback_id} of {spec.target}: " + ", ".join(i.step_id for i in spec.items))
     for item in spec.items:
@@ -284,7 +284,7 @@ def run_rollback(spec: RollbackSpec) -> int:
         sup.note(f"{item.step_id}: {item.description}")
         ok, reason = True, None
         if item.stop:
-            journal.append("run_stop", item.step_id, item.stop["run_id"], None, by_rollback=spec.rollback_id)
+            journal.append(EventKind.RUN_STOP, item.step_id, item.stop["run_id"], None, by_rollback=spec.rollback_id)
             sid = item.stop.get("sid")
             if sid:
                 pids = stop_session(int(sid), item.stop.get("pgid"), spec.grace_s)
@@ -310,13 +310,13 @@ def run_rollback(spec: RollbackSpec) -> int:
         if not ok:
             sup.note(f"{item.step_id}: undo failed ({reason}); the rollback stops here and can be resumed")
             journal.end_run(run_id, item.step_id, exit_code=None, outcome="failed", reason=reason)
-            journal.append("rollback_end", spec.target, spec.rollback_id, None, outcome="failed",
+            journal.append(EventKind.ROLLBACK_END, spec.target, spec.rollback_id, None, outcome="failed",
                            failed_step=item.step_id, reason=reason)
             return 1
         journal.end_run(run_id, item.step_id, exit_code=0, outcome="completed")
         journal.set_status(item.step_id, "rolled_back", run_id, source="rollback")
     sup.note(f"rollback {spec.rollback_id} of {spec.target} completed")
-    journal.append("rollback_end", spec.target, spec.rollback_id, None, outcome="completed")
+    journal.append(EventKind.ROLLBACK_END, spec.target, spec.rollback_id, None, outcome="completed")
     return 0
 
 
@@ -343,7 +343,7 @@ def main(argv: list[str]) -> int:
             journal.end_run(spec.run_id, spec.step_id, exit_code=None, outcome="failed", reason=reason,
                             step_status="failed")
         else:
-            journal.append("rollback_end", spec.target, spec.rollback_id, None, outcome="failed", reason=reason)
+            journal.append(EventKind.ROLLBACK_END, spec.target, spec.rollback_id, None, outcome="failed", reason=reason)
         return 1
 
 

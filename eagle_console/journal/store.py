@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from eagle_console.journal.kinds import RUN_KINDS, EventKind
 from eagle_console.journal.operator import current_operator
 from eagle_console.journal.status import DONE, STATUSES
 
@@ -56,7 +57,7 @@ class Refused(Exception):
 class Event(NamedTuple):
     id: int
     at: float
-    kind: str
+    kind: str  # an EventKind value
     step_id: str | None
     run_id: int | None
     who: str | None
@@ -175,7 +176,7 @@ class Journal:
             self._conn.execute("COMMIT")
 
     @staticmethod
-    def _insert(conn: sqlite3.Connection, event_kind: str, step_id: str | None = None,
+    def _insert(conn: sqlite3.Connection, event_kind: EventKind, step_id: str | None = None,
                 run_id: int | None = None, who: str | None = None, /, **data: Any) -> int:
         cur = conn.execute(
             "INSERT INTO events (at, kind, step_id, run_id, who, data) VALUES (?, ?, ?, ?, ?, ?)",
@@ -183,7 +184,7 @@ class Journal:
         )
         return int(cur.lastrowid)
 
-    def append(self, event_kind: str, step_id: str | None = None, run_id: int | None = None,
+    def append(self, event_kind: EventKind, step_id: str | None = None, run_id: int | None = None,
                who: str | None = None, /, **data: Any) -> int:
         with self._tx() as conn:
             return self._insert(conn, event_kind, step_id, run_id, who, **data)
@@ -212,8 +213,8 @@ class Journal:
     def _states(self, conn: sqlite3.Connection) -> dict[str, StepState]:
         rows = conn.execute(
             "SELECT e.id, e.at, e.who, e.run_id, e.data, e.step_id FROM events e "
-            "JOIN (SELECT MAX(id) AS id FROM events WHERE kind = 'status' GROUP BY step_id) m ON e.id = m.id"
-        ).fetchall()
+            "JOIN (SELECT MAX(id) AS id FROM events WHERE kind = ? GROUP BY step_id) m ON e.id = m.id",
+            (EventKind.STATUS,)).fetchall()
         out: dict[str, StepState] = {}
         for eid, at, who, run_id, data, step_id in rows:
             d = json.loads(data)
@@ -233,25 +234,24 @@ class Journal:
             raise ValueError(f"unknown status {status!r}; one of: {', '.join(STATUSES)}")
         who = who or current_operator()
         with self._tx() as conn:
-            eid = self._insert(conn, "status", step_id, None, who, status=status, source="mark")
+            eid = self._insert(conn, EventKind.STATUS, step_id, None, who, status=status, source="mark")
             if note:
-                self._insert(conn, "note", step_id, None, who, text=note)
+                self._insert(conn, EventKind.NOTE, step_id, None, who, text=note)
             return eid
 
     def set_status(self, step_id: str, status: str, run_id: int | None = None, reason: str | None = None,
                    source: str = "engine", who: str | None = None) -> int:
         with self._tx() as conn:
-            return self._insert(conn, "status", step_id, run_id, who, status=status, source=source,
+            return self._insert(conn, EventKind.STATUS, step_id, run_id, who, status=status, source=source,
                                 reason=reason)
 
     def note(self, step_id: str, text: str, who: str | None = None) -> int:
-        return self.append("note", step_id, None, who or current_operator(), text=text)
+        return self.append(EventKind.NOTE, step_id, None, who or current_operator(), text=text)
 
     def notes(self, step_id: str | None = None) -> list[Note]:
-        rows = [e for e in self._kind("note", step_id)]
-        return [Note(e.step_id or "", e.data.get("text", ""), e.who, e.at) for e in rows]
+        return [Note(e.step_id or "", e.data.get("text", ""), e.who, e.at) for e in self._kind(EventKind.NOTE, step_id)]
 
-    def _kind(self, kind: str, step_id: str | None = None) -> list[Event]:
+    def _kind(self, kind: EventKind, step_id: str | None = None) -> list[Event]:
         if step_id is None:
             return self._rows(f"SELECT {self._COLS} FROM events WHERE kind = ? ORDER BY id", (kind,))
         return self._rows(f"SELECT {self._COLS} FROM events WHERE kind = ? AND step_id = ? ORDER BY id",
@@ -263,11 +263,11 @@ class Journal:
     # -- results -------------------------------------------------------------------------------------------
 
     def record_result(self, step_id: str, run_id: int | None, name: str, value: float | str) -> int:
-        return self.append("result", step_id, run_id, None, name=name, value=value)
+        return self.append(EventKind.RESULT, step_id, run_id, None, name=name, value=value)
 
     def results(self, step_id: str | None = None) -> list[Result]:
         return [Result(e.step_id or "", e.run_id, e.data["name"], e.data["value"], e.at)
-                for e in self._kind("result", step_id)]
+                for e in self._kind(EventKind.RESULT, step_id)]
 
     # -- runs ----------------------------------------------------------------------------------------------
 
@@ -294,26 +294,26 @@ class Journal:
                          not in DONE]
                 if unmet:
                     raise Refused(f"step {step_id} needs {', '.join(unmet)} completed first")
-            run_id = self._insert(conn, "run_begin", step_id, None, who, kind=kind, command=command,
+            run_id = self._insert(conn, EventKind.RUN_BEGIN, step_id, None, who, kind=kind, command=command,
                                   log=log, service=service, env=env or {})
             if kind == "action":
-                self._insert(conn, "status", step_id, run_id, who, status="in_progress", source="run")
+                self._insert(conn, EventKind.STATUS, step_id, run_id, who, status="in_progress", source="run")
             return run_id
 
     def record_proc(self, run_id: int, step_id: str, **proc: Any) -> int:
         """Supervisor and action process ids (supervisor_pid, supervisor_ctime, pid, pid_ctime, pgid, sid)."""
-        return self.append("run_proc", step_id, run_id, None, **proc)
+        return self.append(EventKind.RUN_PROC, step_id, run_id, None, **proc)
 
     def record_ready(self, run_id: int, step_id: str) -> None:
         with self._tx() as conn:
-            self._insert(conn, "run_ready", step_id, run_id)
+            self._insert(conn, EventKind.RUN_READY, step_id, run_id)
             if self._owns_status(conn, step_id, run_id):
-                self._insert(conn, "status", step_id, run_id, None, status="completed", source="ready")
+                self._insert(conn, EventKind.STATUS, step_id, run_id, None, status="completed", source="ready")
 
     @staticmethod
     def _owns_status(conn: sqlite3.Connection, step_id: str, run_id: int) -> bool:
-        row = conn.execute("SELECT run_id FROM events WHERE kind = 'status' AND step_id = ? "
-                           "ORDER BY id DESC LIMIT 1", (step_id,)).fetchone()
+        row = conn.execute("SELECT run_id FROM events WHERE kind = ? AND step_id = ? "
+                           "ORDER BY id DESC LIMIT 1", (EventKind.STATUS, step_id)).fetchone()
         return row is not None and row[0] == run_id
 
     def end_run(self, run_id: int, step_id: str, *, exit_code: int | None, outcome: str,
@@ -324,24 +324,26 @@ class Journal:
         newer run made since then wins.
         """
         with self._tx() as conn:
-            if conn.execute("SELECT 1 FROM events WHERE kind = 'run_exit' AND run_id = ?", (run_id,)).fetchone():
+            if conn.execute("SELECT 1 FROM events WHERE kind = ? AND run_id = ?",
+                            (EventKind.RUN_EXIT, run_id)).fetchone():
                 return False
-            self._insert(conn, "run_exit", step_id, run_id, None, exit_code=exit_code, outcome=outcome,
+            self._insert(conn, EventKind.RUN_EXIT, step_id, run_id, None, exit_code=exit_code, outcome=outcome,
                          reason=reason)
             if step_status and self._owns_status(conn, step_id, run_id):
-                self._insert(conn, "status", step_id, run_id, None, status=step_status, source="run",
+                self._insert(conn, EventKind.STATUS, step_id, run_id, None, status=step_status, source="run",
                              reason=reason)
             return True
 
     def runs(self, step_id: str | None = None) -> list[Run]:
+        kinds = f"kind IN ({', '.join('?' * len(RUN_KINDS))})"
         if step_id is None:
-            events = self._rows(f"SELECT {self._COLS} FROM events WHERE kind LIKE 'run_%' ORDER BY id")
+            events = self._rows(f"SELECT {self._COLS} FROM events WHERE {kinds} ORDER BY id", RUN_KINDS)
         else:
-            events = self._rows(f"SELECT {self._COLS} FROM events WHERE kind LIKE 'run_%' AND step_id = ? "
-                                "ORDER BY id", (step_id,))
+            events = self._rows(f"SELECT {self._COLS} FROM events WHERE {kinds} AND step_id = ? ORDER BY id",
+                                (*RUN_KINDS, step_id))
         runs: dict[int, Run] = {}
         for e in events:
-            if e.kind == "run_begin":
+            if e.kind == EventKind.RUN_BEGIN:
                 runs[e.id] = Run(e.id, e.step_id or "", e.data.get("kind", "action"), e.at, e.who,
                                  e.data.get("command", ""), e.data.get("log"), bool(e.data.get("service")),
                                  e.data.get("env") or {})
@@ -349,15 +351,15 @@ class Journal:
             run = runs.get(e.run_id or -1)
             if run is None:
                 continue
-            if e.kind == "run_proc":
+            if e.kind == EventKind.RUN_PROC:
                 for key, value in e.data.items():
                     if hasattr(run, key):
                         setattr(run, key, value)
-            elif e.kind == "run_log":
+            elif e.kind == EventKind.RUN_LOG:
                 run.log = e.data.get("log")
-            elif e.kind == "run_ready":
+            elif e.kind == EventKind.RUN_READY:
                 run.ready_at = e.at
-            elif e.kind == "run_exit":
+            elif e.kind == EventKind.RUN_EXIT:
                 run.ended, run.exit_code = e.at, e.data.get("exit_code")
                 run.outcome, run.reason = e.data.get("outcome"), e.data.get("reason")
         return list(runs.values())

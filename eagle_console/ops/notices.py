@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from eagle_console.journal.kinds import EventKind
+
 if TYPE_CHECKING:
     from eagle_console.journal import Event
     from eagle_console.plan.model import Plan
@@ -13,7 +15,7 @@ def event_notice(plan: Plan, event: Event) -> tuple[str, str] | None:
     """(message, severity) for a journal event worth a notification, else None."""
     data = event.data or {}
     sid = event.step_id or "?"
-    if event.kind == "run_exit":
+    if event.kind == EventKind.RUN_EXIT:
         outcome = data.get("outcome") or "ended"
         reason = data.get("reason")
         if outcome == "completed":
@@ -23,11 +25,11 @@ def event_notice(plan: Plan, event: Event) -> tuple[str, str] | None:
         code = data.get("exit_code")
         why = reason or (f"exit {code}" if code is not None else outcome)
         return f"{sid} {outcome}: {why}", "error"
-    if event.kind == "service_died":
+    if event.kind == EventKind.SERVICE_DIED:
         return f"{sid}'s service died: {data.get('reason') or 'exit ' + str(data.get('exit_code'))}", "error"
-    if event.kind == "run_ready":
+    if event.kind == EventKind.RUN_READY:
         return f"{sid} is ready", "information"
-    if event.kind == "rollback_end":
+    if event.kind == EventKind.ROLLBACK_END:
         if data.get("outcome") == "completed":
             return f"rollback of {sid} completed", "information"
         return f"rollback of {sid} failed: {data.get('reason') or 'see its log'}", "error"

@@ -11,6 +11,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TypedDict
+
+from eagle_console.findings import Finding, FindingJson
+from eagle_console.parse.nccl_matrix import format_matrix, transport_matrix  # noqa: F401  (the console's import)
 
 # host:pid:tid [cudaDev] (file:line (func) )?NCCL LEVEL msg — searched, not anchored, so a launcher
 # prefix before the host is skipped. The host may contain anything but blanks and colons.
@@ -47,7 +51,6 @@ _P2P_DISABLED = (
     re.compile(r"P2P not supported between GPU(?P<a>\d+) and GPU(?P<b>\d+)"),
     re.compile(r"Legacy IPC not supported"),
 )
-_CONNECTED_RINGS = re.compile(r"^Connected all rings")
 _SEVERE_WARN = re.compile(r"fail|error|timeout|timed out|abort|unhandled", re.IGNORECASE)
 
 TRANSPORTS = ("P2P", "SHM", "NET", "COLLNET")
@@ -57,6 +60,34 @@ MAX_WARNINGS = 200
 SHM_DEFAULT_SINCE = (2, 23)
 # The `R[x]` number is the nvmlDev from 2.18.3; up to 2.18.1 it was the hex PCI busId.
 NVMLDEV_LAYOUT_SINCE = (2, 18, 3)
+
+
+class NcclDevice(TypedDict):
+    rank: int
+    cuda_dev: int | None
+    bus_id: str | None  # PCI `0000:e3:00.0`
+
+
+class NcclPair(TypedDict):
+    src: int
+    dst: int
+    transport: str  # P2P | SHM | NET | COLLNET
+    detail: str  # `ch05 P2P/CUMEM/read [send]`
+
+
+class NcclSummary(TypedDict):
+    """The `nccl --json` document (cli.md "NCCL summary"); its keys are in the order printed."""
+
+    version: str | None
+    ranks: int | None
+    init_complete: int
+    hosts: list[str]
+    devices: list[NcclDevice]
+    transports: dict[str, int]
+    pairs: list[NcclPair]
+    env: dict[str, str]
+    warnings: list[str]
+    findings: list[FindingJson]
 
 
 def parse_version(text: str | None) -> tuple[int, ...] | None:
@@ -103,13 +134,12 @@ class NcclParser:
     hosts: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-    lines_seen: int = 0
     nccl_lines_seen: int = 0
     _conns: list[_Conn] = field(default_factory=list)
     _conn_keys: set[tuple] = field(default_factory=set)
     _transport_counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TRANSPORTS, 0))
     _rank_host: dict[int, str] = field(default_factory=dict)
-    _devices: dict[int, dict] = field(default_factory=dict)
+    _devices: dict[int, NcclDevice] = field(default_factory=dict)
     _rank_bracket: dict[int, str] = field(default_factory=dict)  # raw R[x] value per rank
     _hex_seen: bool = False
     _nranks: dict[str, int] = field(default_factory=dict)  # communicator key → nranks
@@ -120,14 +150,12 @@ class NcclParser:
     _p2p_disabled: list[str] = field(default_factory=list)
     _warn_count: int = 0
     _severe_warn: bool = False
-    _rings_connected: int = 0
 
     def feed(self, lines: Iterable[str]) -> None:
         for line in lines:
             self.feed_line(line)
 
     def feed_line(self, line: str) -> None:
-        self.lines_seen += 1
         if "NCCL" not in line and "nccl==" not in line:
             return
         m = _LINE.search(line)
@@ -183,9 +211,6 @@ class NcclParser:
         if e:
             self.env[e.group("name")] = e.group("value")
             return
-        if _CONNECTED_RINGS.match(msg):
-            self._rings_connected += 1
-            return
         for pattern in _P2P_DISABLED:
             d = pattern.search(msg)
             if d:
@@ -219,7 +244,7 @@ class NcclParser:
         comm_key = i.group("commid") or f"size{nranks}"
         self._nranks[comm_key] = nranks
         self._rank_host.setdefault(rank, host)
-        dev = self._devices.setdefault(rank, {"rank": rank, "cuda_dev": None, "bus_id": None})
+        dev = self._devices.setdefault(rank, NcclDevice(rank=rank, cuda_dev=None, bus_id=None))
         if dev["cuda_dev"] is None:
             dev["cuda_dev"] = int(i.group("cuda"))
         if dev["bus_id"] is None:
@@ -255,46 +280,46 @@ class NcclParser:
             return v < NVMLDEV_LAYOUT_SINCE
         return self._hex_seen
 
-    def devices(self) -> list[dict]:
-        devices = {r: dict(d) for r, d in self._devices.items()}
+    def devices(self) -> list[NcclDevice]:
+        devices = {r: NcclDevice(**d) for r, d in self._devices.items()}
         if self._busid_layout():  # old layout: the channel lines name each rank's PCI bus
             for rank, raw in self._rank_bracket.items():
-                dev = devices.setdefault(rank, {"rank": rank, "cuda_dev": None, "bus_id": None})
+                dev = devices.setdefault(rank, NcclDevice(rank=rank, cuda_dev=None, bus_id=None))
                 if dev["bus_id"] is None:
                     dev["bus_id"] = format_bus_id(raw)
         return [devices[r] for r in sorted(devices)]
 
-    def pairs(self) -> list[dict]:
-        return [{"src": c.src, "dst": c.dst, "transport": c.transport, "detail": c.detail} for c in self._conns]
+    def pairs(self) -> list[NcclPair]:
+        return [NcclPair(src=c.src, dst=c.dst, transport=c.transport, detail=c.detail) for c in self._conns]
 
     def summary(
         self,
         seconds_since_last_line: float | None = None,
         gpu_busy: bool | None = None,
         hang_after_s: float = 60.0,
-    ) -> dict:
+    ) -> NcclSummary:
         """The `nccl --json` document. Pass live figures (seconds since the log last grew, whether the
         GPUs are busy per NVML) to let POSSIBLE_HANG fire."""
-        return {
-            "version": self.effective_version,
-            "ranks": self.ranks(),
-            "init_complete": self.init_complete(),
-            "hosts": list(self.hosts),
-            "devices": self.devices(),
-            "transports": dict(self._transport_counts),
-            "pairs": self.pairs(),
-            "env": dict(self.env),
-            "warnings": list(self.warnings),
-            "findings": self.findings(seconds_since_last_line, gpu_busy, hang_after_s),
-        }
+        return NcclSummary(
+            version=self.effective_version,
+            ranks=self.ranks(),
+            init_complete=self.init_complete(),
+            hosts=list(self.hosts),
+            devices=self.devices(),
+            transports=dict(self._transport_counts),
+            pairs=self.pairs(),
+            env=dict(self.env),
+            warnings=list(self.warnings),
+            findings=[f.to_json() for f in self.findings(seconds_since_last_line, gpu_busy, hang_after_s)],
+        )
 
     def findings(
         self,
         seconds_since_last_line: float | None = None,
         gpu_busy: bool | None = None,
         hang_after_s: float = 60.0,
-    ) -> list[dict]:
-        out: list[dict] = []
+    ) -> list[Finding]:
+        out: list[Finding] = []
         version = parse_version(self.effective_version)
         p2p_off = self.env.get("NCCL_P2P_DISABLE", "").strip() == "1"
         self._shm_finding(out, version, p2p_off)
@@ -305,13 +330,13 @@ class NcclParser:
             if self._p2p_disabled:
                 shown = ", ".join(self._p2p_disabled[:12]) + (" …" if len(self._p2p_disabled) > 12 else "")
                 what.append(f"NCCL reports P2P disabled/unsupported between GPUs {shown}")
-            out.append(_finding("warning", "P2P_DISABLED", "; ".join(what) + " — traffic between those "
+            out.append(Finding("warning", "P2P_DISABLED", "; ".join(what) + " — traffic between those "
                                 "GPUs goes through host memory (SHM) or the network instead of PCIe P2P."))
         self._net_finding(out)
         self._init_finding(out)
         if self._warn_count:
             first = self.warnings[0] if self.warnings else ""
-            out.append(_finding("error" if self._severe_warn else "warning", "NCCL_WARN",
+            out.append(Finding("error" if self._severe_warn else "warning", "NCCL_WARN",
                                 f"{self._warn_count} NCCL WARN line(s); first: {first}"))
         self._hang_finding(out, seconds_since_last_line, gpu_busy, hang_after_s)
         return out
@@ -324,7 +349,7 @@ class NcclParser:
             return True  # one node by NCCL's own count (a one-host log may still be one node of many)
         return None
 
-    def _shm_finding(self, out: list[dict], version: tuple[int, ...] | None, p2p_off: bool) -> None:
+    def _shm_finding(self, out: list[Finding], version: tuple[int, ...] | None, p2p_off: bool) -> None:
         shm = {(c.src, c.dst) for c in self._conns if c.transport == "SHM" and self._intra_host(c) is not False}
         if not shm:
             return
@@ -347,19 +372,19 @@ class NcclParser:
             severity = "warning"
             why = (" On this NCCL version P2P is normally used across the host bridge, so SHM suggests P2P "
                    "is unavailable (ACS/IOMMU, NCCL_P2P_LEVEL) — check `nvidia-smi topo -p2p r`.")
-        out.append(_finding(severity, "SHM_FALLBACK", msg + why))
+        out.append(Finding(severity, "SHM_FALLBACK", msg + why))
 
-    def _net_finding(self, out: list[dict]) -> None:
+    def _net_finding(self, out: list[Finding]) -> None:
         intra = sorted({(c.src, c.dst) for c in self._conns if c.transport == "NET" and self._intra_host(c)})
         if not intra:
             return
         shown = ", ".join(f"{a}→{b}" for a, b in intra[:12]) + (" …" if len(intra) > 12 else "")
-        out.append(_finding("warning", "NET_INTRA_NODE",
+        out.append(Finding("warning", "NET_INTRA_NODE",
                             f"{len(intra)} pair(s) on one host use the NET transport (sockets/IB loopback): "
                             f"{shown}. NCCL does that only when neither P2P nor SHM can connect them — "
                             "NCCL_SHM_DISABLE=1, or the ranks see different /dev/shm (containers)."))
 
-    def _init_finding(self, out: list[dict]) -> None:
+    def _init_finding(self, out: list[Finding]) -> None:
         size, done = self.ranks(), self.init_complete()
         stuck = sorted({rank for proc, rank in self._started.items() if proc not in self._completed})
         if size is None or (done >= size and not stuck):
@@ -369,9 +394,9 @@ class NcclParser:
             msg += f"; rank(s) {', '.join(map(str, stuck))} logged Init START without Init COMPLETE"
         msg += (" — still initialising, hung in init (bootstrap/P2P setup), or this log holds only part "
                 "of the ranks (pass every rank's log).")
-        out.append(_finding("warning", "INIT_INCOMPLETE", msg))
+        out.append(Finding("warning", "INIT_INCOMPLETE", msg))
 
-    def _hang_finding(self, out: list[dict], silent_s: float | None, gpu_busy: bool | None,
+    def _hang_finding(self, out: list[Finding], silent_s: float | None, gpu_busy: bool | None,
                       hang_after_s: float) -> None:
         size = self.ranks()
         if size is None or self.init_complete() < size or silent_s is None or silent_s < hang_after_s:
@@ -382,58 +407,15 @@ class NcclParser:
         advice = (" — the signature of a collective stuck on broken PCIe P2P (ACS/IOMMU). Confirm by "
                   "restarting with NCCL_P2P_DISABLE=1 (and --disable-custom-all-reduce).")
         if gpu_busy:
-            out.append(_finding("error", "POSSIBLE_HANG", base + " while the GPUs stay busy" + advice))
+            out.append(Finding("error", "POSSIBLE_HANG", base + " while the GPUs stay busy" + advice))
         else:
-            out.append(_finding("info", "POSSIBLE_HANG", base + "; GPU activity unknown — if the GPUs sit "
+            out.append(Finding("info", "POSSIBLE_HANG", base + "; GPU activity unknown — if the GPUs sit "
                                 "at 100% utilisation with no progress" + advice))
 
 
-def _finding(severity: str, code: str, message: str) -> dict:
-    return {"severity": severity, "code": code, "message": message}
-
-
-def summarize(lines: Iterable[str], **live: object) -> dict:
+def summarize(lines: Iterable[str], **live: object) -> NcclSummary:
     """One-shot: parse `lines` and return the summary (live kwargs as in `NcclParser.summary`)."""
     parser = NcclParser()
     parser.feed(lines)
     return parser.summary(**live)  # type: ignore[arg-type]
 
-
-TRANSPORT_CODES = {"P2P": "P", "SHM": "S", "NET": "N", "COLLNET": "C"}
-
-
-def transport_matrix(summary: dict) -> tuple[list[int], list[list[str | None]]]:
-    """Rank×rank grid for the console: cell [src][dst] is the transport name ('P2P', 'SHM+P2P' when
-    channels differ) or None when the pair has no connection. Ranks from 0 to the highest seen."""
-    n = summary.get("ranks") or 0
-    seen: dict[tuple[int, int], set[str]] = {}
-    for p in summary.get("pairs", []):
-        seen.setdefault((p["src"], p["dst"]), set()).add(p["transport"])
-        n = max(n, p["src"] + 1, p["dst"] + 1)
-    ranks = list(range(n))
-    grid: list[list[str | None]] = [[None] * n for _ in ranks]
-    for (src, dst), kinds in seen.items():
-        grid[src][dst] = "+".join(sorted(kinds))
-    return ranks, grid
-
-
-def format_matrix(summary: dict, max_ranks: int = 32) -> list[str]:
-    """Text rendering of `transport_matrix`: P=P2P S=SHM N=NET C=COLLNET, '.' none, '-' self."""
-    ranks, grid = transport_matrix(summary)
-    if not ranks:
-        return []
-    ranks = ranks[:max_ranks]
-    width = max(2, len(str(ranks[-1])) + 1)
-    rows = ["src\\dst" + "".join(f"{r:>{width}}" for r in ranks)]
-    for src in ranks:
-        cells = []
-        for dst in ranks:
-            kinds = grid[src][dst]
-            if src == dst:
-                cells.append("-")
-            elif kinds is None:
-                cells.append(".")
-            else:
-                cells.append("".join(TRANSPORT_CODES.get(k, k[:1]) for k in kinds.split("+")))
-        rows.append(f"{src:>7}" + "".join(f"{c:>{width}}" for c in cells))
-    return rows

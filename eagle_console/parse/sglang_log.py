@@ -12,6 +12,9 @@ import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TypedDict
+
+from eagle_console.findings import Finding, FindingJson
 
 # `[2025-10-22 10:27:56 TP0] msg` / `[2025-06-08 21:06:35] msg` / `[... DP0 TP0] msg`
 _PREFIX = re.compile(r"\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?P<ranks>(?: [A-Z_]+\d+)*)\] (?P<msg>.*)$")
@@ -74,6 +77,29 @@ MAX_LINE = 500  # an error string is cut here; tracebacks can carry huge reprs
 LOW_ACCEPT_LEN = 1.3  # below this a drafter barely helps (1.0 = nothing accepted)
 
 
+class Stage(TypedDict):
+    name: str  # one of STAGES' names
+    line: str  # the log line that reached it
+
+
+class DecodeJson(TypedDict):
+    gen_throughput: float
+    accept_len: float | None
+    running_req: int
+    token_usage: float
+
+
+class ServerLogSummary(TypedDict):
+    """The `server-log --json` document (cli.md "SGLang server log summary")."""
+
+    ready: bool
+    stages: list[Stage]
+    decode: DecodeJson | None
+    decode_samples: int
+    errors: list[str]
+    findings: list[FindingJson]
+
+
 @dataclass
 class DecodeSample:
     gen_throughput: float
@@ -84,9 +110,9 @@ class DecodeSample:
     accept_rate: float | None = None
     tp_rank: int | None = None
 
-    def as_json(self) -> dict:
-        return {"gen_throughput": self.gen_throughput, "accept_len": self.accept_len,
-                "running_req": self.running_req, "token_usage": self.token_usage}
+    def as_json(self) -> DecodeJson:
+        return DecodeJson(gen_throughput=self.gen_throughput, accept_len=self.accept_len,
+                          running_req=self.running_req, token_usage=self.token_usage)
 
 
 @dataclass
@@ -154,19 +180,17 @@ class SglangLogParser:
 
     history_len: int = 120
     ready: bool = False
-    stages: list[dict] = field(default_factory=list)
+    stages: list[Stage] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     decode: DecodeSample | None = None
     decode_samples: int = 0
     prefill: PrefillSample | None = None
     prefill_samples: int = 0
-    lines_seen: int = 0
     history: deque = field(init=False)  # (gen_throughput, accept_len) for a sparkline
     _stage_seen: set[str] = field(default_factory=set)
     _codes: dict[str, list] = field(default_factory=dict)  # code → [severity, count, first line, advice]
     _tb: list[str] | None = None  # head of a traceback being read
     _tb_code: str | None = None
-    _errors_dropped: int = 0
 
     def __post_init__(self) -> None:
         self.history = deque(maxlen=self.history_len)
@@ -176,7 +200,6 @@ class SglangLogParser:
             self.feed_line(line)
 
     def feed_line(self, line: str) -> None:
-        self.lines_seen += 1
         line = line.rstrip("\r\n")
         ts, ranks, msg = split_prefix(line)
         if self._tb is not None and self._traceback_line(msg, ts):
@@ -196,7 +219,7 @@ class SglangLogParser:
         for name, pattern in STAGES:
             if name not in self._stage_seen and pattern.search(msg):
                 self._stage_seen.add(name)
-                self.stages.append({"name": name, "line": line.strip()[:MAX_LINE]})
+                self.stages.append(Stage(name=name, line=line.strip()[:MAX_LINE]))
                 if pattern is _READY:
                     self.ready = True
                 return
@@ -240,15 +263,13 @@ class SglangLogParser:
             return  # informational lines are findings, not errors
         if len(self.errors) < MAX_ERRORS:
             self.errors.append(text[:MAX_LINE])
-        else:
-            self._errors_dropped += 1
 
     # ---- results -------------------------------------------------------------------------------
 
     def pending_traceback(self) -> str | None:
         return f"{self._tb[0]} … (traceback still being written)" if self._tb else None
 
-    def findings(self) -> list[dict]:
+    def findings(self) -> list[Finding]:
         out = []
         codes = dict(self._codes)
         if self._tb:
@@ -256,30 +277,30 @@ class SglangLogParser:
             codes.setdefault(code, ["error", 0, self.pending_traceback(), ""])
         for code, (severity, count, first, advice) in codes.items():
             msg = (f"{count}× " if count > 1 else "") + first + (f" — {advice}" if advice else "")
-            out.append({"severity": severity, "code": code, "message": msg})
+            out.append(Finding(severity, code, msg))
         recent = [a for _t, a in list(self.history)[-10:] if a is not None]
         if len(recent) >= 5 and sum(recent) / len(recent) < LOW_ACCEPT_LEN:
             mean = sum(recent) / len(recent)
-            out.append({"severity": "warning", "code": "LOW_ACCEPT_LEN",
-                        "message": f"mean accept length {mean:.2f} over the last {len(recent)} decode logs: "
-                        "the drafter is barely accepted (wrong drafter, vocab mapping or aux layers?)"})
+            out.append(Finding("warning", "LOW_ACCEPT_LEN",
+                               f"mean accept length {mean:.2f} over the last {len(recent)} decode logs: "
+                               "the drafter is barely accepted (wrong drafter, vocab mapping or aux layers?)"))
         return out
 
-    def summary(self) -> dict:
+    def summary(self) -> ServerLogSummary:
         errors = list(self.errors)
         if self._tb and len(errors) < MAX_ERRORS:
             errors.append(self.pending_traceback() or "")
-        return {
-            "ready": self.ready,
-            "stages": [dict(s) for s in self.stages],
-            "decode": self.decode.as_json() if self.decode else None,
-            "decode_samples": self.decode_samples,
-            "errors": errors,
-            "findings": self.findings(),
-        }
+        return ServerLogSummary(
+            ready=self.ready,
+            stages=[Stage(**s) for s in self.stages],
+            decode=self.decode.as_json() if self.decode else None,
+            decode_samples=self.decode_samples,
+            errors=errors,
+            findings=[f.to_json() for f in self.findings()],
+        )
 
 
-def summarize(lines: Iterable[str]) -> dict:
+def summarize(lines: Iterable[str]) -> ServerLogSummary:
     parser = SglangLogParser()
     parser.feed(lines)
     return parser.summary()

@@ -30,8 +30,6 @@ GLYPHS = {
     "completed": "✔", "in_progress": "◐", "pending": "○", "failed": "✖", "skipped": "⊘", "rolled_back": "↺",
 }
 
-FORMATS = ("todowrite", "markdown", "json")
-
 
 def label_fields(label: str) -> list[str]:
     """The placeholder names in a todo_label; ValueError on a malformed one (`{` unclosed)."""

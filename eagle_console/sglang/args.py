@@ -11,7 +11,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from eagle_console.drafter.check import Finding
+from eagle_console.findings import Finding
 
 ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM")
 SPEC_FLAGS = (("num_steps", "--speculative-num-steps"), ("eagle_topk", "--speculative-eagle-topk"),
