@@ -6,7 +6,15 @@ this module existed read the same) and compares equal to the plain string an `Ev
 
 from __future__ import annotations
 
-from enum import StrEnum
+import sys
+from enum import Enum
+
+if sys.version_info >= (3, 11):
+    from enum import StrEnum
+else:  # Python 3.10 (our floor) has no StrEnum: the same behaviour, str() and format() give the value
+    class StrEnum(str, Enum):
+        __str__ = str.__str__
+        __format__ = str.__format__
 
 
 class EventKind(StrEnum):
