@@ -31,7 +31,7 @@ GPU_MEMORY_MIB = 97887  # 96 GB cards as NVML reports them (MiB)
 GPU_POWER_LIMIT_W = 600.0
 
 CONTAINER_PID_OFFSET = 1_000_000  # above any pid_max the kernel allows (4194304 = 2**22): never a local pid
-_held_fds: dict[str, int] = {}  # device files kept open for the life of this process, by name
+_held_fds: dict[str, int] = {}  # device files kept open for the life of this process, by path
 
 
 @dataclass(frozen=True)
@@ -95,8 +95,9 @@ def open_device_files(sim_dir: Path) -> None:
     dev = Path(sim_dir) / "dev"
     names = [f"nvidia{g['index']}" for g in node_gpus(sim_dir)] + ["nvidiactl", "nvidia-uvm"]
     for name in names:
-        if name not in _held_fds and (dev / name).exists():  # nodes made before nvidia-uvm existed lack it
-            _held_fds[name] = os.open(dev / name, os.O_RDONLY)
+        path = str(dev / name)
+        if path not in _held_fds and os.path.exists(path):  # nodes made before nvidia-uvm existed lack it
+            _held_fds[path] = os.open(path, os.O_RDONLY)
 
 
 def hold(sim_dir: Path, mib: dict[int, float], command: str | None = None) -> None:
