@@ -175,10 +175,11 @@ def test_run_session_tracked_while_main_alive_then_orphaned(tmp_path, sim):
     backend = open_backend(sim)
     try:
         sid = os.getsid(tree.launcher)
+        born = psutil.Process(tree.launcher).create_time()  # the leader's identity, as the journal keeps it
 
         def run() -> TrackedRun:
             return TrackedRun(step_id="0.3", run_id=12, sid=sid, main_pid=tree.launcher,
-                              main_alive=alive(tree.launcher))
+                              main_alive=alive(tree.launcher), main_ctime=born)
 
         (h,) = scan_holders(backend.sample(), [run()], device_prefix=backend.device_prefix)
         assert (h.cls, h.owner, h.reason) == ("tracked", "0.3", "session of run 12")

@@ -49,14 +49,18 @@ class TrackedRun:
     main_pid: int
     main_alive: bool
     main_ctime: float | None = None  # the session leader's create time: pids, and so sids, are reused
+    ended: float | None = None  # when the journal saw the run end
 
     def owns_session_of(self, h: Holder) -> bool:
         """Whether `h`, whose sid equals this run's, is in *this run's* session and not in a later one
-        that reused the number: the leader alive now must be the run's own, and `h` cannot predate it."""
+        that reused the number (pid_max is 32768 on the node): the leader alive now must be the run's
+        own, and `h` cannot predate the leader nor be born after the run ended."""
         if self.main_ctime is None:
             return True  # an old record without the leader's identity: the sid is all there is
         if h.create_time is not None and h.create_time < self.main_ctime - CTIME_SLACK_S:
             return False
+        if h.create_time is not None and self.ended is not None and h.create_time > self.ended + 1.0:
+            return False  # the journal's end is when it noticed, never before the real one: 1 s slack
         try:
             leader = psutil.Process(self.sid)
             leader_ctime = leader.create_time()
@@ -336,7 +340,7 @@ def tracked_runs(journal: Journal) -> list[TrackedRun]:
             continue
         main_alive = run.ended is None and alive(run.pid, run.pid_ctime)
         out.append(TrackedRun(step_id=run.step_id, run_id=run.id, sid=run.sid, main_pid=run.pid,
-                              main_alive=main_alive, main_ctime=run.pid_ctime))
+                              main_alive=main_alive, main_ctime=run.pid_ctime, ended=run.ended))
     return out
 
 
