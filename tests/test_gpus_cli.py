@@ -44,7 +44,8 @@ def test_gpus_json_shape_with_orphans(orphaned):
     out = cli("gpus", "--json", "--sim", str(sim))
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
-    assert set(doc) == {"backend", "error", "driver", "gpus"} and doc["backend"] == "sim"
+    assert set(doc) == {"backend", "error", "driver", "pid_namespace", "gpus"} and doc["backend"] == "sim"
+    assert doc["pid_namespace"] == "local"
     assert len(doc["gpus"]) == 8 and all(set(g) == GPU_KEYS for g in doc["gpus"])
     procs = {p["pid"]: (g["index"], p) for g in doc["gpus"] for p in g["processes"]}
     assert set(procs) == set(pids)

@@ -23,6 +23,7 @@ from eagle_console.node.procs import (
     is_console_command,
     scan_device_fds,
     scan_holders,
+    scan_node,
 )
 from eagle_console.sim import gpustate
 
@@ -174,10 +175,11 @@ def test_run_session_tracked_while_main_alive_then_orphaned(tmp_path, sim):
     backend = open_backend(sim)
     try:
         sid = os.getsid(tree.launcher)
+        born = psutil.Process(tree.launcher).create_time()  # the leader's identity, as the journal keeps it
 
         def run() -> TrackedRun:
             return TrackedRun(step_id="0.3", run_id=12, sid=sid, main_pid=tree.launcher,
-                              main_alive=alive(tree.launcher))
+                              main_alive=alive(tree.launcher), main_ctime=born)
 
         (h,) = scan_holders(backend.sample(), [run()], device_prefix=backend.device_prefix)
         assert (h.cls, h.owner, h.reason) == ("tracked", "0.3", "session of run 12")
@@ -206,11 +208,16 @@ def test_nvml_pid_outside_namespace_is_kept_and_labelled():
     sample = NodeSample("nvml", "580.159.04", None, [GpuSample(
         index=0, name="NVIDIA H200", minor=0, memory_used_mib=7736.0,
         processes=[GpuProcessSample(missing, 6754.0)])])
-    (h,) = [h for h in scan_holders(sample, device_prefix="/nonexistent/nvidia") if h.pid == missing]
+    scan = scan_node(sample, device_prefix="/nonexistent/nvidia")
+    (h,) = [h for h in scan.holders if h.pid == missing]
     assert not h.in_namespace and h.cls == "other" and h.reason == "not in this PID namespace"
     assert h.used_mib == 6754.0 and h.gpus == [0]
-    doc = gpus_document(sample, [h])
-    assert doc["gpus"][0]["processes"] == [{"pid": missing, "used_mib": 6754.0, "command": "No Such Process",
+    # no NVML pid has fd evidence here: the pids are another namespace's (a container's host)
+    assert scan.pid_namespace == "foreign"
+    doc = gpus_document(sample, [h], scan.pid_namespace)
+    assert doc["pid_namespace"] == "foreign"
+    assert doc["gpus"][0]["processes"] == [{"pid": missing, "used_mib": 6754.0,
+                                           "command": "host pid (not in this container)",
                                            "class": "other", "owner": None}]
 
 

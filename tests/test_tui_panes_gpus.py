@@ -135,3 +135,29 @@ def test_a_holder_line_names_the_program_and_puts_an_orphans_reason_first():
     assert holder_command(other).startswith("python3 -m sglang.launch_server") and "/home" not in holder_command(other)
     lines = holders_table([orphan, other]).plain.splitlines()
     assert lines[1].startswith("4242") and "orphan" in lines[1] and "ppid 1 · python3" in lines[1]
+
+
+def test_container_node_says_so_in_one_line_and_unknown_gpus_show_a_question_mark(tmp_path, monkeypatch):
+    """NVML in a container reports host pids: the pane says so, and a holder whose GPU cannot be told
+    (CUDA opens every device file) shows `?`, not all eight GPUs."""
+    monkeypatch.delenv("EAGLE_CONSOLE_GPU_BACKEND", raising=False)
+    sim = tmp_path / "sim"
+    gpustate.create_node(sim, container=True)
+    pids = leave_orphans(sim, 2, gpus=[3, 5])
+    app = PaneApp(make_ctx(tmp_path, sim))
+
+    async def main() -> None:
+        async with app.run_test(size=(140, 40)) as pilot:
+            pane = app.query_one(GpuPane)
+            await until(pilot, lambda: pane.last is not None, what="first reading")
+            rows = str(pane.query_one("#gpu-rows").render())
+            assert rows.count("container: NVML pids are the host's") == 1
+            procs = str(pane.query_one("#gpu-procs").render()).splitlines()
+            for pid in pids:
+                (line,) = [ln for ln in procs if ln.startswith(str(pid))]
+                assert line.split()[1] == "?" and "orphan" in line
+
+    try:
+        asyncio.run(main())
+    finally:
+        stop_pids(pids)

@@ -16,6 +16,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--dir", metavar="DIR", default=None, help="where to build it (default: a new temp dir)")
     p.add_argument("--no-tui", action="store_true", help="build it and print how to use it, without the console")
+    p.add_argument("--container", action="store_true",
+                   help="the node's NVML reports host pids, as inside an LXC container")
     p.set_defaults(func=cmd_demo)
 
 
@@ -24,7 +26,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="eagle-console-demo-"))
     print(f"building the simulated node in {root} …", flush=True)
-    plan = build_demo(root)
+    plan = build_demo(root, container=args.container)
     sim = root / "sim"
     if args.no_tui:
         print(f"plan: {plan}\nsim:  {sim}\n")

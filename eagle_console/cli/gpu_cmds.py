@@ -33,20 +33,22 @@ def _na(value: Any, fmt: str = "{:.0f}") -> str:
 
 def cmd_gpus(args: argparse.Namespace) -> int:
     from eagle_console.node.gpus import open_backend
-    from eagle_console.node.procs import gpus_document, scan_holders
+    from eagle_console.node.procs import gpus_document, scan_node
 
     backend = open_backend(sim_dir(args))
     try:
         sample = backend.sample()
-        holders = scan_holders(sample, [], device_prefix=backend.device_prefix)
+        scan = scan_node(sample, [], device_prefix=backend.device_prefix)
     finally:
         backend.close()
-    doc = gpus_document(sample, holders)
+    doc = gpus_document(sample, scan.holders, scan.pid_namespace)
     if args.json:
         print_json(doc)
         return 0
     if sample.error:
         print(f"{sample.backend}: {sample.error}")
+    if scan.pid_namespace == "foreign":
+        print("container: NVML pids are the host's (holders found by their open device files)")
     for g in doc["gpus"]:
         print(f"{g['index']} {g['name'] or 'N/A'}  {_na(g['memory_used_mib'])}/{_na(g['memory_total_mib'])} MiB  "
               f"{_na(g['utilization_pct'])}%  {_na(g['temperature_c'])}C  "

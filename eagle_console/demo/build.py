@@ -154,15 +154,16 @@ def stop_leftovers(root: Path) -> list[int]:
     return pids
 
 
-def build_demo(root: Path, orphans: int = 2, port: int | None = None) -> Path:
-    """Build (or rebuild) the demo in `root`; returns the plan's path."""
+def build_demo(root: Path, orphans: int = 2, port: int | None = None, container: bool = False) -> Path:
+    """Build (or rebuild) the demo in `root`; returns the plan's path. `container`: the node's NVML
+    reports host pids, as in an LXC container (gpustate.create_node)."""
     from eagle_console.sim import drafters, gpustate
     from eagle_console.sim import orphans as sim_orphans
 
     root = Path(root).resolve()
     root.mkdir(parents=True, exist_ok=True)
     stop_leftovers(root)
-    gpustate.create_node(root / "sim")
+    gpustate.create_node(root / "sim", container=container)
     for sub in ("models", "drafters", "data"):
         shutil.rmtree(root / sub, ignore_errors=True)
     built = drafters.build(root / "drafters")

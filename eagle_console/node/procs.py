@@ -3,7 +3,8 @@
 A process holds a GPU when it has a `/dev/nvidia*` file open (seen in /proc/PID/fd) or the backend
 lists it as a compute process. Holders are classified against the console's tracked runs:
 tracked (in the session of a live run), orphan (reparented to PID 1 / a subreaper with a GPU context,
-or left in the session of a run whose main process exited), other (everything else).
+or left in the session of a run whose main process exited), other (everything else). Which GPU a holder
+uses comes from the backend's per-GPU lists (node/gpus/attribution.py), never from the files it opened.
 """
 
 from __future__ import annotations
@@ -16,6 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 import psutil
 
+from eagle_console.node.gpus.attribution import (
+    FOREIGN,
+    UVM,
+    DeviceFiles,
+    attribute_foreign,
+    attribute_local,
+    nvml_use,
+    pid_namespace,
+)
+
 if TYPE_CHECKING:
     from eagle_console.journal import Journal
     from eagle_console.node.gpus import NodeSample
@@ -27,6 +38,7 @@ SUBREAPER_NAMES = frozenset({"systemd", "tini", "docker-init", "dumb-init", "cat
 # Daemons that hold the device files by design and live under PID 1: never orphans.
 DAEMON_NAMES = frozenset({"nvidia-persistenced", "nv-hostengine", "nvidia-fabricmanager", "dcgm-exporter"})
 SGLANG_WORKER = re.compile(r"sglang::(scheduler|detokenizer)")
+CTIME_SLACK_S = 0.05  # create times read twice differ by the clock-tick rounding of psutil
 
 
 @dataclass
@@ -36,6 +48,25 @@ class TrackedRun:
     sid: int
     main_pid: int
     main_alive: bool
+    main_ctime: float | None = None  # the session leader's create time: pids, and so sids, are reused
+    ended: float | None = None  # when the journal saw the run end
+
+    def owns_session_of(self, h: Holder) -> bool:
+        """Whether `h`, whose sid equals this run's, is in *this run's* session and not in a later one
+        that reused the number (pid_max is 32768 on the node): the leader alive now must be the run's
+        own, and `h` cannot predate the leader nor be born after the run ended."""
+        if self.main_ctime is None:
+            return True  # an old record without the leader's identity: the sid is all there is
+        if h.create_time is not None and h.create_time < self.main_ctime - CTIME_SLACK_S:
+            return False
+        if h.create_time is not None and self.ended is not None and h.create_time > self.ended + 1.0:
+            return False  # the journal's end is when it noticed, never before the real one: 1 s slack
+        try:
+            leader = psutil.Process(self.sid)
+            leader_ctime = leader.create_time()
+        except psutil.Error:
+            return True  # leader gone: the session it leaves behind can only be this run's
+        return abs(leader_ctime - self.main_ctime) < CTIME_SLACK_S
 
 
 @dataclass
@@ -54,6 +85,8 @@ class Holder:
     has_context: bool = False  # listed by the backend as a compute process
     used_by_gpu: dict[int, float] = field(default_factory=dict)
     proc: psutil.Process | None = field(default=None, repr=False, compare=False)  # kept for pid-reuse guard
+    create_time: float | None = None
+    gpus_known: bool = True  # False: it holds a GPU (CUDA opens every device file) but which is unknown
 
     def to_dict(self) -> dict[str, Any]:
         return {"pid": self.pid, "ppid": self.ppid, "user": self.user, "command": self.command,
@@ -70,12 +103,24 @@ def device_minor(link: str, prefix: str) -> int | None | bool:
 
 
 def scan_device_fds(prefix: str = "/dev/nvidia", proc_root: str = "/proc") -> dict[int, set[int | None]]:
-    """pid -> device minors it has open under `prefix` (None for control/uvm files).
+    """pid -> device minors it has open under `prefix` (None for control/uvm files)."""
+    return {pid: {int(rest) if rest.isdigit() else None for rest in names}
+            for pid, names in scan_device_links(prefix, proc_root).items()}
+
+
+def scan_device_files(prefix: str = "/dev/nvidia", proc_root: str = "/proc") -> dict[int, DeviceFiles]:
+    """pid -> the GPU minors and whether nvidia-uvm (the CUDA runtime's file) is among its open files."""
+    return {pid: DeviceFiles({int(r) for r in names if r.isdigit()}, UVM in names)
+            for pid, names in scan_device_links(prefix, proc_root).items()}
+
+
+def scan_device_links(prefix: str = "/dev/nvidia", proc_root: str = "/proc") -> dict[int, set[str]]:
+    """pid -> what follows `prefix` in its open files' links ("0", "ctl", "-uvm", "-caps/nvidia-cap1").
 
     One readlink per fd of every process: ~2-5 ms on a node with a few hundred processes. Entries
     that vanish mid-scan or are not readable (other users' fds without root) are skipped.
     """
-    found: dict[int, set[int | None]] = {}
+    found: dict[int, set[str]] = {}
     readlink = os.readlink
     try:
         entries = os.listdir(proc_root)
@@ -89,17 +134,16 @@ def scan_device_fds(prefix: str = "/dev/nvidia", proc_root: str = "/proc") -> di
             fds = os.listdir(fd_dir)
         except OSError:
             continue
-        minors: set[int | None] = set()
+        names: set[str] = set()
         for fd in fds:
             try:
                 link = readlink(f"{fd_dir}/{fd}")
             except OSError:
                 continue
             if link.startswith(prefix):
-                rest = link[len(prefix):]
-                minors.add(int(rest) if rest.isdigit() else None)
-        if minors:
-            found[int(name)] = minors
+                names.add(link[len(prefix):])
+        if names:
+            found[int(name)] = names
     return found
 
 
@@ -143,6 +187,8 @@ def classify(h: Holder, tracked: list[TrackedRun], subreapers: Iterable[int] = (
         return
     by_sid: dict[int, TrackedRun] = {}
     for run in tracked:  # a live run wins over an ended one that had the same sid
+        if h.sid != run.sid or not run.owns_session_of(h):
+            continue
         if run.sid not in by_sid or (run.main_alive and not by_sid[run.sid].main_alive):
             by_sid[run.sid] = run
     run = by_sid.get(h.sid) if h.sid is not None else None
@@ -186,49 +232,86 @@ def _abandoned_session(h: Holder) -> bool:
         return False
 
 
+@dataclass
+class HolderScan:
+    holders: list[Holder]
+    pid_namespace: str  # "local" | "foreign": whether the backend's pids are this namespace's
+
+
 def scan_holders(sample: NodeSample | None, tracked: list[TrackedRun] | None = None, *,
                  device_prefix: str = "/dev/nvidia", proc_root: str = "/proc",
                  subreapers: Iterable[int] = (), include_self: bool = False) -> list[Holder]:
     """Every GPU holder (fd scan merged with the backend's process lists), classified."""
+    return scan_node(sample, tracked, device_prefix=device_prefix, proc_root=proc_root,
+                     subreapers=subreapers, include_self=include_self).holders
+
+
+def scan_node(sample: NodeSample | None, tracked: list[TrackedRun] | None = None, *,
+              device_prefix: str = "/dev/nvidia", proc_root: str = "/proc",
+              subreapers: Iterable[int] = (), include_self: bool = False) -> HolderScan:
+    """`scan_holders` plus whether the backend's pids are ours; call it after `sample` was taken, so a
+    process that started in between is only in the fd scan, never only in the backend's lists."""
     tracked = tracked or []
-    minor_to_index = sample.gpu_by_minor() if sample is not None else {}
-    fds = scan_device_fds(device_prefix, proc_root)
-    gpus_of: dict[int, set[int]] = {pid: {minor_to_index.get(m, m) for m in ms if m is not None}
-                                    for pid, ms in fds.items()}
-    used: dict[int, dict[int, float | None]] = {}
-    for g in (sample.gpus if sample is not None else []):
-        for p in g.processes or []:
-            used.setdefault(p.pid, {})[g.index] = p.used_mib
-            gpus_of.setdefault(p.pid, set()).add(g.index)
     me = os.getpid()
+    fds = scan_device_files(device_prefix, proc_root)
+    nvml = nvml_use(sample)
+    if not include_self:
+        fds.pop(me, None)
+    namespace = pid_namespace(set(nvml), set(fds), proc_root)
+    minor_to_index = sample.gpu_by_minor() if sample is not None else {}
+    gpu_count = len(sample.gpus) if sample is not None else 0
+    if namespace == FOREIGN:
+        uses, unbacked = attribute_foreign(fds, nvml, minor_to_index, gpu_count)
+    else:
+        if not include_self:
+            nvml.pop(me, None)
+        uses, unbacked = attribute_local(fds, nvml, minor_to_index, gpu_count, proc_root)
     out: list[Holder] = []
-    for pid in sorted(gpus_of):
-        if pid == me and not include_self:
-            continue
-        per_gpu = used.get(pid, {})
-        known = [v for v in per_gpu.values() if v is not None]
-        h = Holder(pid=pid, ppid=None, user=None, command="", gpus=sorted(gpus_of[pid]),
-                   used_mib=sum(known) if known else None, has_context=pid in used,
-                   used_by_gpu={k: v for k, v in per_gpu.items() if v is not None})
-        try:
-            proc = psutil.Process(pid)
-            with proc.oneshot():
-                h.ppid = proc.ppid()
-                h.command = _command(proc)
-                try:
-                    h.user = proc.username()
-                except (KeyError, psutil.Error):  # uid without a passwd entry
-                    h.user = str(proc.uids().real)
-            h.sid = os.getsid(pid)
-            h.proc = proc
-        except (psutil.NoSuchProcess, ProcessLookupError):
-            h.in_namespace = False
-            h.command = "No Such Process"
-        except (psutil.AccessDenied, PermissionError):
-            h.command = h.command or "?"
+    for pid in sorted(uses):
+        use = uses[pid]
+        known = list(use.used_by_gpu.values())
+        h = Holder(pid=pid, ppid=None, user=None, command="", gpus=use.gpus or [],
+                   used_mib=sum(known) if known else None, has_context=use.has_context,
+                   used_by_gpu=dict(use.used_by_gpu), gpus_known=use.gpus is not None)
+        _read_process(h)
         classify(h, tracked, subreapers)
         out.append(h)
-    return out
+    for pid in sorted(unbacked):  # kept and labelled (state.md), never signalled
+        per_gpu = {k: v for k, v in unbacked[pid].items() if v is not None}
+        h = Holder(pid=pid, ppid=None, user=None, gpus=sorted(unbacked[pid]), has_context=True,
+                   command=_unbacked_command(pid, namespace),
+                   used_mib=sum(per_gpu.values()) if per_gpu else None, used_by_gpu=per_gpu, in_namespace=False)
+        classify(h, tracked, subreapers)
+        out.append(h)
+    return HolderScan(out, namespace)
+
+
+def _unbacked_command(pid: int, namespace: str) -> str:
+    if namespace == FOREIGN:
+        return "host pid (not in this container)"
+    if psutil.pid_exists(pid):  # a local process has that number, but no device file open: not it
+        return f"No Such Process (local pid {pid} has no /dev/nvidia* open)"
+    return "No Such Process"
+
+
+def _read_process(h: Holder) -> None:
+    try:
+        proc = psutil.Process(h.pid)
+        with proc.oneshot():
+            h.ppid = proc.ppid()
+            h.command = _command(proc)
+            h.create_time = proc.create_time()
+            try:
+                h.user = proc.username()
+            except (KeyError, psutil.Error):  # uid without a passwd entry
+                h.user = str(proc.uids().real)
+        h.sid = os.getsid(h.pid)
+        h.proc = proc
+    except (psutil.NoSuchProcess, ProcessLookupError):  # exited since the scan
+        h.in_namespace = False
+        h.command = "No Such Process"
+    except (psutil.AccessDenied, PermissionError):
+        h.command = h.command or "?"
 
 
 def tracked_runs_for(plan: Plan | None) -> list[TrackedRun]:
@@ -257,12 +340,13 @@ def tracked_runs(journal: Journal) -> list[TrackedRun]:
             continue
         main_alive = run.ended is None and alive(run.pid, run.pid_ctime)
         out.append(TrackedRun(step_id=run.step_id, run_id=run.id, sid=run.sid, main_pid=run.pid,
-                              main_alive=main_alive))
+                              main_alive=main_alive, main_ctime=run.pid_ctime, ended=run.ended))
     return out
 
 
-def gpus_document(sample: NodeSample, holders: list[Holder]) -> dict[str, Any]:
-    """The `gpus --json` document of cli.md (also what the GPUs pane draws)."""
+def gpus_document(sample: NodeSample, holders: list[Holder], pid_namespace: str = "local") -> dict[str, Any]:
+    """The `gpus --json` document of cli.md (also what the GPUs pane draws). A holder whose GPU is
+    unknown is under no GPU (`orphans --json` lists it); the GPU's memory_used_mib still counts it."""
     by_gpu: dict[int, list[Holder]] = {}
     for h in holders:
         for g in h.gpus:
@@ -277,4 +361,5 @@ def gpus_document(sample: NodeSample, holders: list[Holder]) -> dict[str, Any]:
             "temperature_c": g.temperature_c, "power_w": g.power_w, "power_limit_w": g.power_limit_w,
             "pcie_gen": g.pcie_gen, "pcie_width": g.pcie_width, "processes": procs,
         })
-    return {"backend": sample.backend, "error": sample.error, "driver": sample.driver, "gpus": gpus}
+    return {"backend": sample.backend, "error": sample.error, "driver": sample.driver,
+            "pid_namespace": pid_namespace, "gpus": gpus}

@@ -4,9 +4,13 @@ Layout of a sim directory:
   node.json            the GPUs (name, uuid, memory_total_mib, pcie_gen, pcie_width, power_limit_w)
   dev/nvidia0..N-1     plain files standing in for the device nodes; holders keep them open, so the
                        same /proc/PID/fd scan that finds real GPU holders finds simulated ones
-  dev/nvidiactl
+  dev/nvidiactl, dev/nvidia-uvm
+                       a holder opens every device file, as a real CUDA process does (the fd scan
+                       cannot tell which GPU it uses; the backend's per-GPU process lists can)
   holders/<pid>.json   {"pid", "create_time", "mib": {"<gpu>": MiB}, "command"}
   activity.json        {"pid", "util": {"<gpu>": 0..100}} written by the simulated server
+  node.json's "pid_offset" (container mode) is added to every pid the backend reports, as NVML inside
+  an LXC container reports the host's pids
 
 A holder file whose process is gone (or whose pid was reused: create_time differs) is ignored and
 removed by readers, which is how "a dead process frees its memory" without any cleanup hook.
@@ -26,7 +30,8 @@ GPU_NAME = "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"
 GPU_MEMORY_MIB = 97887  # 96 GB cards as NVML reports them (MiB)
 GPU_POWER_LIMIT_W = 600.0
 
-_held_fds: list[int] = []  # keep device files open for the life of this process
+CONTAINER_PID_OFFSET = 1_000_000  # above any pid_max the kernel allows (4194304 = 2**22): never a local pid
+_held_fds: dict[str, int] = {}  # device files kept open for the life of this process, by path
 
 
 @dataclass(frozen=True)
@@ -43,8 +48,10 @@ def _write_atomic(path: Path, data: object) -> None:
     os.replace(tmp, path)
 
 
-def create_node(sim_dir: Path, gpus: int = 8) -> None:
-    """Create (or reset the GPU description of) a simulated node; existing holders are kept."""
+def create_node(sim_dir: Path, gpus: int = 8, container: bool = False) -> None:
+    """Create (or reset the GPU description of) a simulated node; existing holders are kept.
+
+    `container`: the node's NVML reports host pids (each local pid + CONTAINER_PID_OFFSET)."""
     sim_dir = Path(sim_dir)
     (sim_dir / "dev").mkdir(parents=True, exist_ok=True)
     (sim_dir / "holders").mkdir(exist_ok=True)
@@ -61,25 +68,43 @@ def create_node(sim_dir: Path, gpus: int = 8) -> None:
                 "minor": i,
             }
             for i in range(gpus)
-        ]
+        ],
+        "pid_offset": CONTAINER_PID_OFFSET if container else 0,
     }
     _write_atomic(sim_dir / "node.json", node)
     for i in range(gpus):
         (sim_dir / "dev" / f"nvidia{i}").touch()
     (sim_dir / "dev" / "nvidiactl").touch()
+    (sim_dir / "dev" / "nvidia-uvm").touch()
 
 
 def node_gpus(sim_dir: Path) -> list[dict]:
     return json.loads((Path(sim_dir) / "node.json").read_text())["gpus"]
 
 
+def pid_offset(sim_dir: Path) -> int:
+    """What the node's NVML adds to a local pid: 0, or CONTAINER_PID_OFFSET in container mode."""
+    try:
+        return int(json.loads((Path(sim_dir) / "node.json").read_text()).get("pid_offset", 0))
+    except (OSError, ValueError):
+        return 0
+
+
+def open_device_files(sim_dir: Path) -> None:
+    """Open every device file of the node once, as cuInit does: nvidia0..N-1, nvidiactl, nvidia-uvm."""
+    dev = Path(sim_dir) / "dev"
+    names = [f"nvidia{g['index']}" for g in node_gpus(sim_dir)] + ["nvidiactl", "nvidia-uvm"]
+    for name in names:
+        path = str(dev / name)
+        if path not in _held_fds and os.path.exists(path):  # nodes made before nvidia-uvm existed lack it
+            _held_fds[path] = os.open(path, os.O_RDONLY)
+
+
 def hold(sim_dir: Path, mib: dict[int, float], command: str | None = None) -> None:
     """Register the calling process as holding `mib` MiB on each GPU index, and open the device files."""
     sim_dir = Path(sim_dir)
     me = psutil.Process()
-    for gpu in [*mib, "ctl"]:
-        name = "nvidiactl" if gpu == "ctl" else f"nvidia{gpu}"
-        _held_fds.append(os.open(sim_dir / "dev" / name, os.O_RDONLY))
+    open_device_files(sim_dir)
     record = {
         "pid": me.pid,
         "create_time": me.create_time(),

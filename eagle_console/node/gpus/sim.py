@@ -1,4 +1,8 @@
-"""GPUs of a simulated node (eagle_console.sim.gpustate): memory used is what live holders registered."""
+"""GPUs of a simulated node (eagle_console.sim.gpustate): memory used is what live holders registered.
+
+In container mode (node.json "pid_offset") the process lists carry host pids, as NVML in an LXC container
+does: local pid + offset, which no local process has.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ class SimBackend:
         self.gpus = gpustate.node_gpus(self.sim_dir)  # static description, read once
         # holders open SIM/dev/nvidiaN; /proc fd links show the resolved absolute path
         self.device_prefix = str((self.sim_dir / "dev").resolve() / "nvidia")
+        self.pid_offset = gpustate.pid_offset(self.sim_dir)
 
     def sample(self) -> NodeSample:
         holders = gpustate.holders(self.sim_dir)
@@ -27,7 +32,7 @@ class SimBackend:
         out: list[GpuSample] = []
         for g in self.gpus:
             idx = int(g["index"])
-            procs = [GpuProcessSample(h.pid, float(h.mib[idx])) for h in holders if idx in h.mib]
+            procs = [GpuProcessSample(h.pid + self.pid_offset, float(h.mib[idx])) for h in holders if idx in h.mib]
             busy = float(util.get(idx, 0.0)) if procs else 0.0
             limit = float(g["power_limit_w"])
             out.append(GpuSample(

@@ -25,18 +25,22 @@ MIN_BAR = 5  # a narrower memory bar says nothing
 NA = "N/A"
 
 
+FOREIGN_NOTE = "container: NVML pids are the host's"
+
+
 class GpuReading(NamedTuple):
     sample: NodeSample
     holders: list[Holder]
+    pid_namespace: str = "local"  # "foreign": NVML reports another namespace's pids (LXC, Docker)
 
 
 def read_gpus(backend: GpuBackend, ctx: ConsoleContext) -> GpuReading:
     """One blocking reading: the backend's sample plus the classified holders (runs in a worker)."""
-    from eagle_console.node.procs import scan_holders, tracked_runs
+    from eagle_console.node.procs import scan_node, tracked_runs
 
     sample = backend.sample()
-    holders = scan_holders(sample, tracked_runs(ctx.journal), device_prefix=backend.device_prefix)
-    return GpuReading(sample, holders)
+    scan = scan_node(sample, tracked_runs(ctx.journal), device_prefix=backend.device_prefix)
+    return GpuReading(sample, scan.holders, scan.pid_namespace)
 
 
 def short_name(name: str | None) -> str:
@@ -114,7 +118,7 @@ def holders_table(holders: list[Holder]) -> Text:
     if not holders:
         return out + Text("no GPU processes", style="dim")
     for h in holders:
-        gpus = ",".join(map(str, h.gpus)) or "-"
+        gpus = ",".join(map(str, h.gpus)) or ("-" if h.gpus_known else "?")  # ?: CUDA opened every GPU
         mib = f"{h.used_mib:.0f}" if h.used_mib is not None else "fd"
         command = holder_command(h)
         if not h.in_namespace:
@@ -133,6 +137,8 @@ def render_reading(reading: GpuReading, width: int | None = None) -> tuple[Text,
         head = Text("\n", no_wrap=True, overflow="ellipsis").join(gpu_row(g, width) for g in sample.gpus)
         if sample.error:
             head += Text(f"\n{sample.error}", style="yellow")
+        if reading.pid_namespace == "foreign":
+            head += Text(f"\n{FOREIGN_NOTE}", style="yellow")
     return head, holders_table(reading.holders)
 
 
