@@ -255,9 +255,11 @@ def scan_node(sample: NodeSample | None, tracked: list[TrackedRun] | None = None
     me = os.getpid()
     fds = scan_device_files(device_prefix, proc_root)
     nvml = nvml_use(sample)
+    # The namespace is judged with this process's own device files still in: the console holding a GPU
+    # (its NVML pid backed by its fds) is evidence that NVML's pids are ours.
+    namespace = pid_namespace(set(nvml), set(fds), proc_root)
     if not include_self:
         fds.pop(me, None)
-    namespace = pid_namespace(set(nvml), set(fds), proc_root)
     minor_to_index = sample.gpu_by_minor() if sample is not None else {}
     gpu_count = len(sample.gpus) if sample is not None else 0
     if namespace == FOREIGN:
