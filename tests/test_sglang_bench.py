@@ -138,7 +138,7 @@ def test_server_undo_waits_until_orphans_release_memory(tmp_path, capsys):
         ctx.say = say  # type: ignore[method-assign]
         assert SglangServer().undo(ctx) == 0
         out = "\n".join(said)
-        assert "waiting for 2 process(es) to release" in out and "released after" in out
+        assert "waiting for 2 process(es) of the server's session" in out and "released after" in out
         wait_gone(schedulers)
     finally:
         s.cleanup()
