@@ -9,6 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, TypedDict
 
+from eagle_console.drafter import layouts, sglang_versions
+from eagle_console.drafter.aux_layers import (
+    aux_layer_ids,
+    capture_findings,
+    describe_convention,
+    target_findings,
+)
 from eagle_console.drafter.checkpoint import (
     Checkpoint,
     CheckpointError,
@@ -18,7 +25,10 @@ from eagle_console.drafter.checkpoint import (
     text_config,
 )
 from eagle_console.drafter.safetensors_io import FLOAT_DTYPES, SafetensorsError, count_nonfinite, read_array
+from eagle_console.drafter.sglang_versions import SGLang
 from eagle_console.findings import Finding, FindingJson, Severity, by_severity
+
+__all__ = ["aux_layer_ids", "check_drafter", "context_length", "describe_convention", "is_eagle3"]
 
 REQUIRED_FIELDS = ("hidden_size", "num_attention_heads", "num_key_value_heads", "intermediate_size",
                    "vocab_size", "max_position_embeddings")
@@ -50,19 +60,6 @@ def is_eagle3(config: dict[str, Any]) -> bool:
     return "eagle_aux_hidden_state_layer_ids" in cfg or "draft_vocab_size" in cfg
 
 
-def aux_layer_ids(cfg: dict[str, Any]) -> list[int] | None:
-    eagle = cfg.get("eagle_config")
-    ids = eagle.get("eagle_aux_hidden_state_layer_ids") if isinstance(eagle, dict) else None
-    if ids is None:
-        ids = cfg.get("eagle_aux_hidden_state_layer_ids")
-    if ids is None:
-        return None
-    try:
-        return [int(i) for i in ids]
-    except (TypeError, ValueError):
-        return None
-
-
 def context_length(cfg: dict[str, Any]) -> int | None:
     """The context length SGLang derives from a config (key priority, then rope_scaling.factor)."""
     value = None
@@ -81,33 +78,16 @@ def context_length(cfg: dict[str, Any]) -> int | None:
     return value
 
 
-def describe_convention(ids: list[int], n_layers: int) -> tuple[str, bool]:
-    """Which aux-layer numbering convention `ids` look like for an N-layer target (reference §2, §4.1), and
-    whether they are exactly that convention's default."""
-    output_of_block = [1, n_layers // 2 - 1, n_layers - 4]
-    input_to_layer = [2, n_layers // 2, n_layers - 3]
-    if ids == output_of_block:
-        return (f"the SpecForge/EAGLE 'output of block i' convention (default {output_of_block} for {n_layers} "
-                "layers); SGLang adds +1 when the first id is 1", True)
-    if ids == input_to_layer:
-        return (f"the 'input to layer i' convention (SGLang/vLLM default {input_to_layer} for {n_layers} layers); "
-                "SGLang >= PR #25454 uses them as-is, older SGLang added +1 (off by one)", True)
-    if ids and ids[0] == 1:
-        return (f"the 'output of block i' (SpecForge) convention, with the last id of a {ids[-1] + 4}-layer "
-                "target", False)
-    if ids and ids[0] == 2:
-        return (f"the 'input to layer i' (SGLang/vLLM) convention, with the last id of a {ids[-1] + 3}-layer "
-                "target", False)
-    return ("neither convention (first id 1: 'output of block i', first id 2: 'input to layer i')", False)
-
-
 class DrafterCheck:
-    """Collects findings for one drafter folder (and optionally its target model folder)."""
+    """Collects findings for one drafter folder (and optionally its target model folder), judged against the
+    SGLang version that will load it."""
 
-    def __init__(self, path: Path, target: Path | None = None, values: bool = False) -> None:
+    def __init__(self, path: Path, target: Path | None = None, values: bool = False,
+                 sglang: SGLang | None = None) -> None:
         self.path = Path(path)
         self.target = Path(target) if target else None
         self.values = values
+        self.sglang = sglang if sglang is not None else sglang_versions.resolve()
         self.findings: list[Finding] = []
         self.ckpt: Checkpoint | None = None
 
@@ -131,6 +111,8 @@ class DrafterCheck:
         elif aux_layer_ids(cfg) is None:
             self.add("warning", "AUX_LAYERS", "no eagle_aux_hidden_state_layer_ids in config.json: engines fall back "
                      "to a default guess; write the ids the drafter was trained with into eagle_config")
+        else:
+            self.findings.extend(capture_findings(aux_layer_ids(cfg) or [], self.sglang))
         self.check_norm(cfg)
         if self.values:
             self.check_values()
@@ -148,14 +130,25 @@ class DrafterCheck:
     # -- config ------------------------------------------------------------------------------------------
 
     def check_config(self, cfg: dict[str, Any]) -> dict[str, int | None]:
-        for key in REQUIRED_FIELDS:
+        mla = layouts.is_mla(cfg)
+        required = [k for k in REQUIRED_FIELDS if not (mla and k == "num_key_value_heads")]
+        for key in required + (list(layouts.MLA_FIELDS) if mla else []):
             if not isinstance(cfg.get(key), int):
                 self.add("error", "CONFIG_MISSING_FIELD",
                          f"config.json has no integer {key!r}; SGLang cannot build the draft model without it")
+        layers = cfg.get("num_hidden_layers", 1)
+        if layers != 1:
+            self.add("error", "CONFIG_INVALID", f"num_hidden_layers is {layers}: SGLang refuses it with 'EAGLE3 "
+                     "currently only supports 1 layer' (llama_eagle3.py, kimi_k25_eagle3.py; every release up to "
+                     f"the one assumed, {self.sglang.label()}). An EAGLE-3 drafter has one decoder layer: was the "
+                     "target's config.json copied? Set num_hidden_layers = 1")
+        if mla and not self.sglang.at_least(sglang_versions.MLA_DRAFTER):
+            self.add("error", "CONFIG_INVALID", f"{cfg['architectures'][0]} (the MLA drafter layout) is not in "
+                     f"{self.sglang.label()}: models/kimi_k25_eagle3.py arrived in 0.5.12; use SGLang >= 0.5.12")
         if cfg.get("draft_vocab_size") is None:
-            self.add("warning", "CONFIG_MISSING_FIELD",
-                     "config.json has no draft_vocab_size: SGLang then loads lm_head from the target (full "
-                     "vocabulary); set it to lm_head's row count if the drafter has a reduced vocabulary")
+            self.add("info", "CONFIG_MISSING_FIELD", "config.json has no draft_vocab_size: SGLang uses the full "
+                     "target vocabulary (draft_vocab_size = vocab_size; lm_head from the target when the "
+                     "checkpoint has none)")
 
         def num(key: str) -> int | None:
             v = cfg.get(key)
@@ -163,11 +156,13 @@ class DrafterCheck:
 
         hidden, heads = num("hidden_size"), num("num_attention_heads")
         head_dim = num("head_dim") or (hidden // heads if hidden and heads else None)
-        return {
+        dims = {
             "H": hidden, "T": num("target_hidden_size") or hidden, "I": num("intermediate_size"),
             "nh": heads, "nkv": num("num_key_value_heads"), "hd": head_dim,
             "V": num("vocab_size"), "Vd": num("draft_vocab_size"),
         }
+        dims.update({k: num(k) for k in layouts.MLA_FIELDS})
+        return dims
 
     # -- tensors -----------------------------------------------------------------------------------------
 
@@ -178,37 +173,27 @@ class DrafterCheck:
                 return prefix
         return LAYER_PREFIXES[0]
 
-    def expected_shapes(self, cfg: dict[str, Any], d: dict[str, int | None]) -> dict[str, tuple[Any, ...]]:
-        H, T, inter, nh, nkv, hd, Vd = d["H"], d["T"], d["I"], d["nh"], d["nkv"], d["hd"], d["Vd"]
-        q = nh * hd if nh and hd else None
-        kv = nkv * hd if nkv and hd else None
-        two_h = 2 * H if H else None
-        p = self.layer_prefix()
-        shapes: dict[str, tuple[Any, ...]] = {
-            f"{p}self_attn.q_proj.weight": (q, two_h),
-            f"{p}self_attn.k_proj.weight": (kv, two_h),
-            f"{p}self_attn.v_proj.weight": (kv, two_h),
-            f"{p}self_attn.o_proj.weight": (H, q),
-            f"{p}mlp.gate_proj.weight": (inter, H),
-            f"{p}mlp.up_proj.weight": (inter, H),
-            f"{p}mlp.down_proj.weight": (H, inter),
-            f"{p}hidden_norm.weight": (H,),
-            f"{p}input_layernorm.weight": (H,),
-            f"{p}post_attention_layernorm.weight": (H,),
-            "norm.weight": (H,),
-            "lm_head.weight": (Vd or d["V"], H),
-        }
-        eagle = cfg.get("eagle_config") if isinstance(cfg.get("eagle_config"), dict) else {}
-        if eagle.get("use_aux_hidden_state", True) is not False:
-            shapes["fc.weight"] = (H, 3 * T if T else None)
-        return shapes
+    def n_aux(self, cfg: dict[str, Any]) -> int:
+        """How many target hidden states fc reads: the number of aux ids since 0.5.12, 3 before."""
+        ids = aux_layer_ids(cfg)
+        if ids and (layouts.is_mla(cfg) or self.sglang.at_least(sglang_versions.AUX_COUNT_FC)):
+            return len(ids)
+        return 3
 
     def check_tensors(self, cfg: dict[str, Any], d: dict[str, int | None]) -> None:
         tensors = self.ckpt.tensors if self.ckpt else {}
         if not tensors:
             return
         tied = bool(cfg.get("tie_word_embeddings"))
-        for name, want in self.expected_shapes(cfg, d).items():
+        prefix = self.layer_prefix()
+        if prefix == "layers.0." and not layouts.is_mla(cfg) and not self.sglang.at_least(
+                sglang_versions.LAYERS0_NAMES):
+            self.add("error", "MISSING_TENSOR", f"the decoder layer is stored as layers.0.*: {self.sglang.label()} "
+                     "loads only midlayer.* and skips layers.0.* without a word, leaving the layer uninitialised "
+                     "(renamed on load since 0.5.11, PR #24663). Rename the tensors to midlayer.* or use a newer "
+                     "SGLang")
+        n_aux = self.n_aux(cfg)
+        for name, want in layouts.expected_shapes(cfg, d, prefix, n_aux).items():
             info = tensors.get(name)
             if info is None:
                 if name == "lm_head.weight" and (tied or d["Vd"] is None):
@@ -218,13 +203,32 @@ class DrafterCheck:
                 continue
             if len(info.shape) != len(want) or any(w is not None and w != got for w, got in zip(want, info.shape, strict=False)):
                 shown = [w if w is not None else "?" for w in want]
-                self.add("error", "TENSOR_SHAPE", f"{name} is {list(info.shape)}, config.json implies {shown}; "
+                why = (f" ({n_aux} aux hidden states x target_hidden_size, as {self.sglang.label()} builds fc)"
+                       if name == "fc.weight" else "")
+                self.add("error", "TENSOR_SHAPE", f"{name} is {list(info.shape)}, config.json implies {shown}{why}; "
                          "the config does not describe these weights")
         embed = tensors.get("embed_tokens.weight")
         if embed is not None and d["V"] and d["H"] and embed.shape != (d["V"], d["H"]):
             self.add("error", "TENSOR_SHAPE", f"embed_tokens.weight is {list(embed.shape)}, expected "
                      f"[{d['V']}, {d['H']}] (vocab_size x hidden_size)")
-        for i in range(3):
+        self.check_fc_norm(cfg, d, n_aux)
+
+    def check_fc_norm(self, cfg: dict[str, Any], d: dict[str, int | None], n_aux: int) -> None:
+        """EAGLE-3.1 `fc_norm`: SGLang builds one RMSNorm per aux chunk when the flag is set; without the
+        tensors they keep their initial values and the drafter reads unscaled states."""
+        tensors = self.ckpt.tensors if self.ckpt else {}
+        present = sorted(n for n in tensors if n.startswith("fc_norm."))
+        if layouts.fc_norm_enabled(cfg):
+            missing = [f"fc_norm.{i}.weight" for i in range(n_aux) if f"fc_norm.{i}.weight" not in tensors]
+            if missing:
+                self.add("error", "MISSING_TENSOR", f"config.json sets fc_norm (EAGLE-3.1) but {', '.join(missing)} "
+                         "are not in the checkpoint: SGLang builds the norms and leaves them unloaded. Export the "
+                         "fc_norm weights, or drop the flag if the drafter was trained without them")
+        elif present:
+            self.add("warning", "CONFIG_MISSING_FIELD", f"the checkpoint has {', '.join(present)} but config.json "
+                     "does not set fc_norm: SGLang ignores these norms and the drafter accepts badly; set "
+                     "\"fc_norm\": true")
+        for i in range(n_aux):
             fcn = tensors.get(f"fc_norm.{i}.weight")
             if fcn is not None and d["T"] and fcn.shape != (d["T"],):
                 self.add("error", "TENSOR_SHAPE", f"fc_norm.{i}.weight is {list(fcn.shape)}, expected [{d['T']}]")
@@ -239,6 +243,10 @@ class DrafterCheck:
             return
         V, Vd = d["V"], d["Vd"]
         d2t_info, t2d_info = tensors.get("d2t"), tensors.get("t2d")
+        if d2t_info is None and t2d_info is None and (Vd is None or Vd == V):
+            self.add("info", "D2T_SHAPE", f"full-vocabulary drafter (draft vocab = target vocab {V}), no d2t/t2d: "
+                     "SGLang loads it with draft ids taken as target ids, which is right here")
+            return
         for name, info in (("d2t", d2t_info), ("t2d", t2d_info)):
             if info is None:
                 self.add("error", "MISSING_TENSOR", f"tensor {name!r} is missing: without the vocabulary mapping "
@@ -292,11 +300,13 @@ class DrafterCheck:
 
     def check_target(self, cfg: dict[str, Any], d: dict[str, int | None]) -> None:
         try:
-            target = text_config(read_json(self.target / "config.json"))  # type: ignore[operator]
+            raw = read_json(self.target / "config.json")  # type: ignore[operator]
         except CheckpointError as exc:
             self.add("error", "MISSING_FILE" if exc.code == "MISSING_FILE" else exc.code,
                      f"target model: {exc}")
             return
+        target = text_config(raw)
+        self.check_target_version(raw)
         tv, th = target.get("vocab_size"), target.get("hidden_size")
         if isinstance(tv, int) and d["V"] is not None and tv != d["V"]:
             self.add("error", "TARGET_VOCAB", f"drafter vocab_size {d['V']} != target vocab_size {tv}: t2d and "
@@ -310,37 +320,30 @@ class DrafterCheck:
                      f"refuses to start; set max_position_embeddings = {target_ctx} in the drafter's config.json "
                      "(json.set) or export SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1; acceptance past the "
                      f"drafter's training length ({draft_ctx}) may drop")
-        n_layers = target.get("num_hidden_layers")
-        ids = aux_layer_ids(cfg)
-        if ids is None:
-            default = f"[2, {n_layers // 2}, {n_layers - 3}]" if isinstance(n_layers, int) else "a default"
-            self.add("warning", "AUX_LAYERS", f"no eagle_aux_hidden_state_layer_ids in config.json: engines use "
-                     f"{default}; write the ids the drafter was trained with into eagle_config")
+        fixed_fc = None if layouts.is_mla(cfg) or self.sglang.at_least(sglang_versions.AUX_COUNT_FC) else 3
+        self.findings.extend(target_findings(aux_layer_ids(cfg), target.get("num_hidden_layers"), self.sglang,
+                                             fixed_fc))
+
+    def check_target_version(self, raw: dict[str, Any]) -> None:
+        """A Kimi-K2.5 target serves EAGLE-3 drafts only from SGLang 0.5.10 (PR #19689)."""
+        archs = " ".join(map(str, raw.get("architectures") or []))
+        if raw.get("model_type") != "kimi_k25" and "KimiK25" not in archs:
             return
-        if not isinstance(n_layers, int):
-            return
-        convention, exact = describe_convention(ids, n_layers)
-        out = [i for i in ids if i < 0 or i >= n_layers]
-        if out:
-            self.add("error", "AUX_LAYERS", f"aux layer ids {ids} include {out}, outside 0..{n_layers - 1} of the "
-                     f"target's {n_layers} layers; they look like {convention}: use the ids the drafter was trained "
-                     "with, in the numbering this engine version expects")
-        elif len(ids) != 3:
-            self.add("warning", "AUX_LAYERS", f"{len(ids)} aux layer ids {ids}; EAGLE-3 fc expects 3")
-        elif not exact:
-            self.add("warning", "AUX_LAYERS", f"aux layer ids {ids} are {convention} ({n_layers} layers): was the "
-                     "drafter trained on a target with a different depth?")
-        else:
-            self.add("info", "AUX_LAYERS", f"aux layer ids {ids}: {convention}")
+        if self.sglang.version is None:
+            self.add("info", "ALGORITHM", "Kimi-K2.5 target: EAGLE-3 needs SGLang >= 0.5.10 (PR #19689); the "
+                     "SGLang version is unknown, check the one the plan launches")
+        elif not self.sglang.at_least(sglang_versions.K25_EAGLE3):
+            self.add("error", "ALGORITHM", f"Kimi-K2.5 target with {self.sglang.label()}: EAGLE-3 for K2.5 "
+                     "arrived in SGLang 0.5.10 (PR #19689); upgrade SGLang")
 
     # -- norm placement and values ---------------------------------------------------------------------
 
     def check_norm(self, cfg: dict[str, Any]) -> None:
         if "norm_before_residual" not in cfg:
-            self.add("warning", "NORM_BEFORE_RESIDUAL_UNSET", "config.json does not set norm_before_residual: "
-                     "vLLM's speculators loader defaults it to true, SpecForge/HF configs to false; a wrong "
-                     "placement still runs but accepts badly. Set it explicitly (false for SpecForge-trained "
-                     "drafters)")
+            self.add("info", "NORM_BEFORE_RESIDUAL_UNSET", "config.json does not set norm_before_residual: no "
+                     f"SGLang version reads the key ({self.sglang.label()}), so nothing changes here. vLLM reads "
+                     "it (its speculators loader defaults it to true, HF configs to false; SpecForge's own "
+                     "configs leave it out): set it to false before serving a SpecForge-trained drafter with vLLM")
 
     def check_values(self) -> None:
         tensors = self.ckpt.tensors if self.ckpt else {}
@@ -356,6 +359,9 @@ class DrafterCheck:
                      "or was saved from a diverged run; use another checkpoint")
 
 
-def check_drafter(path: str | Path, target: str | Path | None = None, values: bool = False) -> DrafterReport:
-    """The `drafter check --json` document for drafter folder `path` (and target model folder `target`)."""
-    return DrafterCheck(Path(path), Path(target) if target else None, values).run()
+def check_drafter(path: str | Path, target: str | Path | None = None, values: bool = False,
+                  sglang_version: str | None = None, python: str | None = None) -> DrafterReport:
+    """The `drafter check --json` document for drafter folder `path` (and target model folder `target`), judged
+    against `sglang_version`, else the SGLang installed for interpreter `python` (else for this one)."""
+    sglang = sglang_versions.resolve(sglang_version, python)
+    return DrafterCheck(Path(path), Path(target) if target else None, values, sglang).run()
