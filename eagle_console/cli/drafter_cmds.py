@@ -15,6 +15,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     check.add_argument("dir", metavar="DIR")
     check.add_argument("--target", metavar="DIR", help="target model folder (its config.json; text_config read)")
     check.add_argument("--values", action="store_true", help="also scan float weights for NaN/Inf (reads them)")
+    check.add_argument("--sglang-version", metavar="X.Y.Z",
+                       help="judge by this SGLang version (default: the one installed for --python, else here)")
+    check.add_argument("--python", metavar="PATH", help="interpreter that will launch SGLang (its sglang is read)")
     add_json(check)
     check.set_defaults(func=cmd_check)
     cmp = dsub.add_parser("compare-vocab", help="how two drafters' d2t vocabulary mappings differ")
@@ -39,7 +42,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise CliError(f"{args.dir}: drafter folder not found")
     if args.target and not Path(args.target).is_dir():
         raise CliError(f"{args.target}: target model folder not found")
-    result = check_drafter(args.dir, args.target, args.values)
+    result = check_drafter(args.dir, args.target, args.values, args.sglang_version, args.python)
     if args.json:
         print_json(result)
     else:

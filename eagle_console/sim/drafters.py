@@ -144,6 +144,65 @@ def draft_tensors(cfg: dict[str, Any], target_ids: Any, seed: int = 0) -> dict[s
     }
 
 
+MLA_DIMS = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 128,
+            "q_lora_rank": 32, "kv_lora_rank": 16, "qk_nope_head_dim": 8, "qk_rope_head_dim": 4, "v_head_dim": 8}
+
+
+def mla_draft_config(aux_ids: list[int] | None = None, **overrides: Any) -> dict[str, Any]:
+    """The layout of the public Kimi-K2.5 MLA drafters (SGLang `Eagle3DeepseekV2ForCausalLM`,
+    models/kimi_k25_eagle3.py): DeepSeek-V2 attention with LoRA ranks and split head dims, aux ids in the
+    'input to layer i' convention (first id 2), norm_before_residual unset."""
+    cfg = draft_config(norm_before_residual=None, aux_ids=aux_ids or [2, 30, 58], **overrides)
+    cfg.pop("head_dim")
+    cfg.update({"architectures": ["Eagle3DeepseekV2ForCausalLM"], "model_type": "deepseek_v3", **MLA_DIMS,
+                **overrides})
+    return cfg
+
+
+def mla_draft_tensors(cfg: dict[str, Any], target_ids: Any, seed: int = 0, prefix: str = "layers.0.") -> dict[str, Any]:
+    """MLA drafter tensors named as the checkpoints ship them (`layers.0.*`, q_a/q_b/kv_a_proj_with_mqa/kv_b)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    H, nh = cfg["hidden_size"], cfg["num_attention_heads"]
+    q_lora, kv_lora = cfg["q_lora_rank"], cfg["kv_lora_rank"]
+    nope, rope, v = cfg["qk_nope_head_dim"], cfg["qk_rope_head_dim"], cfg["v_head_dim"]
+
+    def w(*shape: int) -> tuple[Any, str]:
+        return _bf16(rng.standard_normal(shape, dtype=np.float32) * 0.02)
+
+    base = {k: t for k, t in draft_tensors({**cfg, "head_dim": 16}, target_ids, seed).items()
+            if ".self_attn." not in k}
+    out = {k.replace("midlayer.", prefix): t for k, t in base.items()}
+    a = f"{prefix}self_attn."
+    out.update({
+        f"{a}q_a_proj.weight": w(q_lora, 2 * H),
+        f"{a}q_a_layernorm.weight": _bf16(np.ones(q_lora, dtype=np.float32)),
+        f"{a}q_b_proj.weight": w(nh * (nope + rope), q_lora),
+        f"{a}kv_a_proj_with_mqa.weight": w(kv_lora + rope, 2 * H),
+        f"{a}kv_a_layernorm.weight": _bf16(np.ones(kv_lora, dtype=np.float32)),
+        f"{a}kv_b_proj.weight": w(nh * (nope + v), kv_lora),
+        f"{a}o_proj.weight": w(H, nh * v),
+    })
+    return out
+
+
+def full_vocab_tensors(cfg: dict[str, Any], seed: int = 0) -> dict[str, Any]:
+    """A full-vocabulary drafter's tensors: lm_head over the whole target vocabulary, no d2t/t2d."""
+    import numpy as np
+
+    tensors = draft_tensors({**cfg, "draft_vocab_size": cfg["vocab_size"]}, np.arange(cfg["vocab_size"]), seed)
+    del tensors["d2t"], tensors["t2d"]
+    return tensors
+
+
+def fc_norm_tensors(cfg: dict[str, Any], n: int = 3) -> dict[str, Any]:
+    """EAGLE-3.1 `fc_norm.{i}.weight`, one RMSNorm weight of the target's width per aux chunk."""
+    import numpy as np
+
+    return {f"fc_norm.{i}.weight": _bf16(np.ones(cfg["target_hidden_size"], dtype=np.float32)) for i in range(n)}
+
+
 def write_drafter(folder: Path, cfg: dict[str, Any], tensors: dict[str, Any], shards: int = 1) -> Path:
     """config.json plus model.safetensors, or `shards` files with a model.safetensors.index.json."""
     folder.mkdir(parents=True, exist_ok=True)

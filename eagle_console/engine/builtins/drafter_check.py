@@ -1,10 +1,15 @@
-"""`uses = "drafter.check"`: inspect a drafter (and its target); fails on any error finding."""
+"""`uses = "drafter.check"`: inspect a drafter (and its target) as a given SGLang loads it; fails on any error
+finding."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from eagle_console.drafter.sglang_versions import parse_version
 from eagle_console.engine.builtins.base import ActionContext, Builtin
+
+# sglang_version: the SGLang the plan launches; python: the interpreter whose sglang is read instead
+KNOWN = {"path", "target", "values", "sglang_version", "python"}
 
 
 class DrafterCheck(Builtin):
@@ -14,15 +19,20 @@ class DrafterCheck(Builtin):
 
     def validate(self, args: dict[str, Any]) -> list[str]:
         problems = [] if args.get("path") else ["drafter.check needs `path` (the drafter folder)"]
-        unknown = set(args) - {"path", "target", "values"}
+        unknown = set(args) - KNOWN
         if unknown:
-            problems.append(f"drafter.check: unknown keys {sorted(unknown)} (known: path, target, values)")
+            problems.append(f"drafter.check: unknown keys {sorted(unknown)} (known: {', '.join(sorted(KNOWN))})")
+        version = args.get("sglang_version")
+        if version is not None and parse_version(str(version)) is None:
+            problems.append(f"drafter.check: sglang_version {version!r} is not a version like \"0.5.14\"")
         return problems
 
     def run(self, ctx: ActionContext) -> int:
         from eagle_console.drafter.check import check_drafter
 
-        result = check_drafter(ctx.args["path"], ctx.args.get("target"), bool(ctx.args.get("values", False)))
+        version = ctx.args.get("sglang_version")
+        result = check_drafter(ctx.args["path"], ctx.args.get("target"), bool(ctx.args.get("values", False)),
+                               str(version) if version is not None else None, ctx.args.get("python"))
         for f in result["findings"]:
             ctx.say(f"{f['severity'].upper():7} {f['code']}: {f['message']}")
         counts = {s: sum(f["severity"] == s for f in result["findings"]) for s in ("error", "warning")}
