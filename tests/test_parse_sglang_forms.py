@@ -6,11 +6,13 @@ the weight-loading bar. Every sample is a real line (source beside it) or the up
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 from eagle_console.parse.sglang_log import SglangLogParser, parse_decode, split_prefix, summarize
+from eagle_console.sim import server_logs as logs
 
 ROOT = Path(__file__).parent.parent
 
@@ -142,3 +144,29 @@ def test_cli_server_log_json_has_load(tmp_path: Path) -> None:
     text = subprocess.run([sys.executable, "-m", "eagle_console", "server-log", str(log)],
                           capture_output=True, text=True, cwd=ROOT, timeout=60).stdout
     assert "weights: 121/163 shards (74.2%)" in text
+
+
+def _shape(line: str) -> str:
+    return re.sub(r"\d", "0", line)
+
+
+def test_simulated_load_bar_prints_what_tqdm_prints() -> None:
+    # Real updates (sources above; the 0/1 first update is SGLang's own notebook output in the code index).
+    first = "Loading safetensors checkpoint shards:   0% Completed | 0/1 [00:00<?, ?it/s]"
+    assert logs.load_bar(0, 1, 0.0) == first
+    assert _shape(logs.load_bar(120, 163, 37.0)) == _shape(LOAD_BAR[0])
+    assert _shape(logs.load_bar(40, 85, 809.0)) == _shape(LOAD_BAR_SLOW)  # slower than 1 shard/s: s/it
+    s = summarize([logs.load_bar(29, 64, 723.0)])
+    assert s["load"] is not None and (s["load"]["done"], s["load"]["total"]) == (29, 64)
+
+
+def test_simulated_lines_honour_log_ms_and_forward_iters(monkeypatch) -> None:
+    monkeypatch.setenv("SGLANG_LOG_MS", "1")
+    monkeypatch.setenv("SGLANG_LOG_FORWARD_ITERS", "1")
+    line = logs.sglang_line("Decode batch, #running-req: 1, #token: 41, token usage: 0.00, cuda graph: True, "
+                            "gen throughput (token/s): 122.53, #queue-req: 0, ", 0, 8)
+    assert re.match(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} TP0\] Decode batch \[\d+\], #running-req", line)
+    p = SglangLogParser()
+    p.feed([line, logs.child_failed_line(running=True)])
+    assert p.decode_samples == 1 and p.decode.forward_ct is not None
+    assert codes(p.summary()) == {"CHILD_FAILED": "error"}
