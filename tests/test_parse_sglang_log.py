@@ -39,7 +39,8 @@ def test_old_decode_with_tp0_and_accept_len() -> None:
     assert list(p.history) == [(0.39, 2.17), (178.86, 1.95), (165.41, 1.8), (188.68, 2.05), (165.59, 1.8)]
     assert p.decode.accept_rate == 0.45 and p.decode.tp_rank == 0 and p.decode.queue_req == 0
     assert p.prefill_samples == 1 and p.prefill.new_token == 28
-    assert set(s) == {"ready", "stages", "decode", "decode_samples", "errors", "findings"}
+    assert set(s) == {"ready", "stages", "decode", "decode_samples", "errors", "findings", "load"}
+    assert s["load"] is None
 
 
 def test_new_decode_comma_form_without_tp_or_accept_len() -> None:

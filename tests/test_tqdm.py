@@ -67,3 +67,36 @@ def test_summary_json_line_pretty_and_text() -> None:
     assert parse_summary("total_samples: 10,000 total_tokens: 17,285,548") == {
         "total_samples": 10000, "total_tokens": 17285548}
     assert parse_summary("no summary yet") is None
+
+
+def test_scaled_rates_are_items_per_second() -> None:
+    # gIMble's VCF parser (a public log in the code index): unit_scale counts and a `kit/s` rate.
+    p = parse_progress("[%] : 100%|█████████████████████████████████████████████████████| 145k/145k "
+                       "[00:41<00:00, 3.51kit/s]")
+    assert p is not None and p.n == 145_000 and p.rate_per_s == 3510.0
+    # A public note demonstrating unit_scale=True (code index): 10.1kit/s is 10100 items per second.
+    p = parse_progress("59%|█████▉    | 73.0k/123k [00:07<00:05, 10.1kit/s]")
+    assert p is not None and (p.n, p.total, p.rate_per_s) == (73_000, 123_000, 10_100.0)
+    # Old tqdm spelled the prefix `K` (a public log of a network-building tool, code index).
+    p = parse_progress("Processing edges -- finished: 100%|██████████| 14.3K/14.3K [00:00<00:00, 168Kit/s]")
+    assert p is not None and p.n == 14_300 and p.rate_per_s == 168_000.0
+    # The no-total form with M-scaled counts and rate (a GPT-2 checkpoint download log, code index).
+    p = parse_progress("Fetching model.ckpt.data-00000-of-00001: 498Mit [05:21, 1.55Mit/s]")
+    assert p is not None and p.n == 498_000_000 and p.total is None and p.rate_per_s == 1_550_000.0
+
+
+def test_unit_divisor_1024_where_the_unit_says_ib() -> None:
+    # tqdm's format_sizeof docstring: format_sizeof(3.5*1024*1024, suffix='Bytes', divisor=1024) == '3.50MBytes';
+    # with tqdm's documented `unit="iB", unit_scale=True, unit_divisor=1024` the bar reads `3.50MiB`.
+    p = parse_progress("3.50MiB [00:01, 3.50MiB/s]")
+    assert p is not None and p.n == round(3.5 * 1024 * 1024) and p.rate_per_s == 3.5 * 1024 * 1024
+    # A plain `B` unit keeps the SI divisor: nothing in the text says 1024.
+    p = parse_progress("model.safetensors: 100%|██████████| 4.97G/4.97G [00:41<00:00, 120MB/s]")
+    assert p is not None and p.n == 4_970_000_000 and p.rate_per_s == 120e6
+
+
+def test_sglang_weight_loading_bar_format() -> None:
+    # https://github.com/vllm-project/vllm-ascend/issues/6734: `{desc}: {percentage:3.0f}% Completed | ...`
+    p = parse_progress("Loading safetensors checkpoint shards:  10% Completed | 10/99 [00:12<01:40,  1.13s/it]")
+    assert p is not None and (p.n, p.total, p.elapsed_s, p.remaining_s) == (10, 99, 12.0, 100.0)
+    assert p.desc == "Loading safetensors checkpoint shards" and abs(p.rate_per_s - 1 / 1.13) < 1e-9

@@ -15,6 +15,7 @@ from typing import TypedDict
 
 from eagle_console.findings import Finding, FindingJson
 from eagle_console.parse.nccl_matrix import format_matrix, transport_matrix  # noqa: F401  (the console's import)
+from eagle_console.parse.nccl_shm import shm_verdict
 
 # host:pid:tid [cudaDev] (file:line (func) )?NCCL LEVEL msg — searched, not anchored, so a launcher
 # prefix before the host is skipped. The host may contain anything but blanks and colons.
@@ -51,13 +52,14 @@ _P2P_DISABLED = (
     re.compile(r"P2P not supported between GPU(?P<a>\d+) and GPU(?P<b>\d+)"),
     re.compile(r"Legacy IPC not supported"),
 )
+# The GRAPH topology dump's CPU node, `CPU/0-ffffffffffffff (1/1/4)` = (arch/vendor/model) (graph/topo.cc
+# ncclTopoPrintRec; values in include/graph.h: arch 1 x86, 3 ARM; vendor 1 Intel, 2 AMD, 3 Zhaoxin).
+_CPU = re.compile(r"^CPU/[0-9a-fA-F]+(?:-[0-9a-fA-F]+)? \((?P<arch>\d+)/(?P<vendor>\d+)/(?P<model>\d+)\)")
 _SEVERE_WARN = re.compile(r"fail|error|timeout|timed out|abort|unhandled", re.IGNORECASE)
 
 TRANSPORTS = ("P2P", "SHM", "NET", "COLLNET")
 MAX_PAIRS = 20_000  # bounded memory: an 8-rank server with several communicators stays far below
 MAX_WARNINGS = 200
-# NCCL 2.23 moved the default P2P cutoff to PXB: SHM across a CPU host bridge is the designed default.
-SHM_DEFAULT_SINCE = (2, 23)
 # The `R[x]` number is the nvmlDev from 2.18.3; up to 2.18.1 it was the hex PCI busId.
 NVMLDEV_LAYOUT_SINCE = (2, 18, 3)
 
@@ -148,6 +150,7 @@ class NcclParser:
     _completed_ranks: dict[str, set[int]] = field(default_factory=dict)  # communicator key → ranks
     _nnodes: set[int] = field(default_factory=set)
     _p2p_disabled: list[str] = field(default_factory=list)
+    cpu: tuple[int, int] | None = None  # (arch, vendor) from the GRAPH topology dump
     _warn_count: int = 0
     _severe_warn: bool = False
 
@@ -207,6 +210,11 @@ class NcclParser:
             self._nranks.setdefault(f"size{t.group('nranks')}", int(t.group("nranks")))
             self._rank_host.setdefault(int(t.group("rank")), host)
             return
+        if msg.startswith("CPU/"):
+            cpu = _CPU.match(msg)
+            if cpu:
+                self.cpu = self.cpu or (int(cpu.group("arch")), int(cpu.group("vendor")))
+                return
         e = _ENV.match(msg)
         if e:
             self.env[e.group("name")] = e.group("value")
@@ -357,21 +365,7 @@ class NcclParser:
         shown = ", ".join(f"{a}→{b}" for a, b in sorted(shm)[:12]) + (" …" if len(shm) > 12 else "")
         msg = (f"{len(shm)} GPU pair(s) connect through SHM (host memory) instead of PCIe P2P: {shown}"
                f" ({len(p2p)} pair(s) use P2P).")
-        if p2p_off:
-            severity, why = "info", " Expected: NCCL_P2P_DISABLE=1 is set."
-        elif version is not None and version >= SHM_DEFAULT_SINCE:
-            severity = "info"
-            why = (f" Normal on NCCL {'.'.join(map(str, version))} (≥ 2.23): P2P is used only up to PXB (GPUs "
-                   "behind one PCIe switch), so pairs across a CPU host bridge use SHM by default. "
-                   "NCCL_P2P_LEVEL=PHB or SYS opts in to P2P there (check ACS/IOMMU first).")
-        elif version is None:
-            severity = "warning"
-            why = (" The NCCL version is not in the log: on NCCL ≥ 2.23 this is the default across a CPU "
-                   "host bridge; on older releases it suggests P2P is unavailable (ACS/IOMMU).")
-        else:
-            severity = "warning"
-            why = (" On this NCCL version P2P is normally used across the host bridge, so SHM suggests P2P "
-                   "is unavailable (ACS/IOMMU, NCCL_P2P_LEVEL) — check `nvidia-smi topo -p2p r`.")
+        severity, why = shm_verdict(version, self.env, self.cpu, p2p_off)
         out.append(Finding(severity, "SHM_FALLBACK", msg + why))
 
     def _net_finding(self, out: list[Finding]) -> None:

@@ -2,8 +2,11 @@
 
 Incremental (`SglangLogParser.feed(lines)`), so the console's Server pane can feed it the lines its log
 follower delivers. Handles old and new releases: `Decode batch.` / `Decode batch,`, with or without
-`accept len`, with or without a ` TP0` / ` DP0 TP0` prefix, and launcher prefixes (docker `svc  | `,
-Ray `(Worker pid=N) `) in front of the `[timestamp ...]` part.
+`accept len`, with or without a ` TP0` / ` DP0 TP0` prefix, with SGLANG_LOG_FORWARD_ITERS' ` [123]` after
+`batch`, with SGLANG_LOG_MS' `.123` after the seconds, and launcher prefixes (docker `svc  | `, Ray
+`(Worker pid=N) `) in front of the `[timestamp ...]` part. The weight-loading bar (`Loading safetensors
+checkpoint shards:  45% Completed | 29/64 [...]`, the longest startup phase of a large model) is read as
+progress: `summary()["load"]`.
 """
 
 from __future__ import annotations
@@ -15,9 +18,12 @@ from dataclasses import dataclass, field
 from typing import TypedDict
 
 from eagle_console.findings import Finding, FindingJson
+from eagle_console.parse.tqdm import Progress, parse_progress
 
-# `[2025-10-22 10:27:56 TP0] msg` / `[2025-06-08 21:06:35] msg` / `[... DP0 TP0] msg`
-_PREFIX = re.compile(r"\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?P<ranks>(?: [A-Z_]+\d+)*)\] (?P<msg>.*)$")
+# `[2025-10-22 10:27:56 TP0] msg` / `[2025-06-08 21:06:35] msg` / `[... DP0 TP0] msg`; SGLANG_LOG_MS=1 adds
+# `.%(msecs)03d` after the seconds (`configure_logger`, srt/utils/common.py).
+_PREFIX = re.compile(
+    r"\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?)(?P<ranks>(?: [A-Z_]+\d+)*)\] (?P<msg>.*)$")
 _RANK_TP = re.compile(r"\bTP(\d+)\b")
 # What launchers put before a line: Ray `(WorkerDict pid=N) `, docker compose `sglang-1  | `.
 _LAUNCHER = re.compile(r"^(?:\([\w.-]+ pid=\d+(?:, ip=[\d.]+)?\) |[\w.-]+\s+\| )")
@@ -35,8 +41,12 @@ STAGES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("ready", re.compile(r"The server is fired up and ready to roll")),
 )
 _READY = STAGES[-1][1]
-_DECODE = re.compile(r"Decode batch[.,]")
-_PREFILL = re.compile(r"Prefill batch[.,]")
+# SGLANG_LOG_FORWARD_ITERS=1: `Decode batch [123], ...` (scheduler_metrics_mixin.py, `iter_msg`).
+_DECODE = re.compile(r"Decode batch(?: \[(\d+)\])?[.,]")
+_PREFILL = re.compile(r"Prefill batch(?: \[\d+\])?[.,]")
+# weight_utils.py / common.py BAR_FORMAT: `{desc}: {percentage:3.0f}% Completed | {n_fmt}/{total_fmt} [...]`
+_LOAD_BAR = re.compile(r"Loading \w+ checkpoint shards:")
+_DIED_CODE = re.compile(r"scheduler died during initialization \(exit code: (-?\d+)\)")
 _FIELDS = {
     "running_req": re.compile(r"#running-req: (\d+)"),
     "queue_req": re.compile(r"#queue-req: (\d+)"),
@@ -59,10 +69,20 @@ ERRORS: tuple[tuple[str, str, re.Pattern[str], str], ...] = (
     ("CUDA_GRAPH_CAPTURE_FAILED", "error", re.compile(r"Capture cuda graph failed"),
      "lower --mem-fraction-static / --cuda-graph-max-bs, or --disable-cuda-graph"),
     ("SCHEDULER_EXCEPTION", "error",
-     re.compile(r"(?:Scheduler|TpModelWorkerClient|DataParallelController) hit an exception"), ""),
-    ("SCHEDULER_DIED", "error", re.compile(r"scheduler died during initialization"),
-     "exit code -9 usually means the OS OOM killer (host RAM)"),
-    ("CHILD_FAILED", "error", re.compile(r"Received sigquit from a child process"), ""),
+     re.compile(r"(?:Scheduler|TpModelWorkerClient|DataParallelController|DetokenizerManager) hit an exception"),
+     ""),
+    ("SCHEDULER_DIED", "error", re.compile(r"scheduler died during initialization"), ""),  # advice: _advice()
+    # Launch phase (engine.py) and running phase (tokenizer_manager.py `running_phase_sigquit_handler`).
+    ("CHILD_FAILED", "error",
+     re.compile(r"Received sigquit from a child process|SIGQUIT received\..*It usually means one child failed"),
+     ""),
+    # torch's ProcessGroupNCCL watchdog: a collective that never completed (stuck P2P, a dead peer).
+    ("POSSIBLE_HANG", "error", re.compile(r"Watchdog caught collective operation timeout"),
+     "a collective never completed: broken PCIe P2P (ACS/IOMMU) or a dead rank — retry with "
+     "NCCL_P2P_DISABLE=1 to confirm, and read the NCCL log (`eagle-console nccl`)"),
+    # torch's C10D_NCCL_CHECK (NCCLUtils.hpp): `NCCL error in: FILE:LINE, <ncclGetErrorWithVersion>`.
+    ("NCCL_WARN", "error", re.compile(r"NCCL error in: "),
+     "an NCCL call failed: rerun with NCCL_DEBUG=INFO and read the NCCL WARN lines (`eagle-console nccl`)"),
     ("WARMUP_FAILED", "error", re.compile(r"Initialization failed\. warmup error"), ""),
     ("HEALTH_CHECK_FAILED", "warning", re.compile(r"Health check failed"), ""),
     ("KV_CACHE_FULL", "warning", re.compile(r"KV cache pool is full\. Retract requests"),
@@ -89,8 +109,18 @@ class DecodeJson(TypedDict):
     token_usage: float
 
 
+class LoadJson(TypedDict):
+    """The weight-loading bar (cli.md Additions: `"load"`); rate_s is shards per second."""
+
+    done: int
+    total: int
+    pct: float
+    rate_s: float | None
+    eta_s: float | None
+
+
 class ServerLogSummary(TypedDict):
-    """The `server-log --json` document (cli.md "SGLang server log summary")."""
+    """The `server-log --json` document (cli.md "SGLang server log summary", plus Additions' `load`)."""
 
     ready: bool
     stages: list[Stage]
@@ -98,6 +128,14 @@ class ServerLogSummary(TypedDict):
     decode_samples: int
     errors: list[str]
     findings: list[FindingJson]
+    load: LoadJson | None
+
+
+def load_json(p: Progress) -> LoadJson | None:
+    if not p.total:
+        return None
+    return LoadJson(done=p.n, total=p.total, pct=round(100.0 * p.n / p.total, 1),
+                    rate_s=p.rate_per_s, eta_s=p.remaining_s)
 
 
 @dataclass
@@ -109,6 +147,7 @@ class DecodeSample:
     queue_req: int | None = None
     accept_rate: float | None = None
     tp_rank: int | None = None
+    forward_ct: int | None = None  # the ` [123]` of SGLANG_LOG_FORWARD_ITERS
 
     def as_json(self) -> DecodeJson:
         return DecodeJson(gen_throughput=self.gen_throughput, accept_len=self.accept_len,
@@ -143,7 +182,8 @@ def _num(pattern: re.Pattern[str], text: str) -> str | None:
 
 def parse_decode(msg: str) -> DecodeSample | None:
     """A `Decode batch` message → its figures, or None if it is not one (or lacks throughput)."""
-    if not _DECODE.search(msg):
+    head = _DECODE.search(msg)
+    if not head:
         return None
     tput = _num(_FIELDS["gen_throughput"], msg)
     running = _num(_FIELDS["running_req"], msg)
@@ -156,6 +196,7 @@ def parse_decode(msg: str) -> DecodeSample | None:
         running_req=int(running), token_usage=float(usage) if usage is not None else 0.0,
         queue_req=int(queue) if queue is not None else None,
         accept_rate=float(rate) if rate is not None else None,
+        forward_ct=int(head.group(1)) if head.group(1) else None,
     )
 
 
@@ -186,6 +227,7 @@ class SglangLogParser:
     decode_samples: int = 0
     prefill: PrefillSample | None = None
     prefill_samples: int = 0
+    load: Progress | None = None  # the latest "Loading ... checkpoint shards" bar
     history: deque = field(init=False)  # (gen_throughput, accept_len) for a sparkline
     _stage_seen: set[str] = field(default_factory=set)
     _codes: dict[str, list] = field(default_factory=dict)  # code → [severity, count, first line, advice]
@@ -204,6 +246,11 @@ class SglangLogParser:
         ts, ranks, msg = split_prefix(line)
         if self._tb is not None and self._traceback_line(msg, ts):
             return
+        if "checkpoint shards:" in msg and _LOAD_BAR.search(msg):
+            progress = parse_progress(msg)
+            if progress is not None and progress.total:
+                self.load = progress
+                return
         if "batch" in msg:
             sample = parse_decode(msg)
             if sample is not None:
@@ -252,8 +299,19 @@ class SglangLogParser:
                 return code
         return None
 
+    @staticmethod
+    def _advice(code: str, text: str, advice: str) -> str:
+        if code == "SCHEDULER_DIED":
+            m = _DIED_CODE.search(text)
+            if m and m.group(1) == "-9":
+                return "exit code -9 is SIGKILL: usually the OS OOM killer (host RAM) — check `dmesg`"
+            if m:
+                return f"exit code {m.group(1)}: the scheduler's own traceback above says why"
+        return advice
+
     def _record(self, code: str, text: str) -> None:
         severity, advice = next(((s, a) for c, s, _p, a in ERRORS if c == code), ("error", ""))
+        advice = self._advice(code, text, advice)
         entry = self._codes.get(code)
         if entry is None:
             self._codes[code] = [severity, 1, text[:MAX_LINE], advice]
@@ -297,6 +355,7 @@ class SglangLogParser:
             decode_samples=self.decode_samples,
             errors=errors,
             findings=[f.to_json() for f in self.findings()],
+            load=load_json(self.load) if self.load else None,
         )
 
 

@@ -2,7 +2,10 @@
 
 tqdm redraws with `\\r`, so a log holds many updates on one physical line; the last one wins. Handles
 `desc: 42%|████▎     | 4200/10000 [47:01<1:04:56, 1.49it/s, postfix]`, the `s/it` form for slow loops,
-unit-scaled counts (`4.20k/10.0k`), and the no-total form `4200it [47:01, 1.49it/s]`.
+unit-scaled counts and rates (`4.20k/10.0k`, `1.49kit/s`: tqdm's `format_sizeof` prefixes k M G T P E Z Y,
+`K` in old releases), `unit_divisor=1024` where the unit says so (`iB`: `12.3MiB/s`), the no-total form
+`4200it [47:01, 1.49it/s]`, and the plain-text `bar_format` SGLang and vLLM use for weight loading:
+`Loading safetensors checkpoint shards:  45% Completed | 29/64 [12:03<14:33, 24.95s/it]`.
 """
 
 from __future__ import annotations
@@ -12,9 +15,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-_NUM = r"\d+(?:\.\d+)?[kMGTP]?"
+_NUM = r"\d+(?:\.\d+)?[kKMGTPEZY]?"
+# `42%|████▎     | 4200/10000` or, with SGLang's/vLLM's text bar_format, `45% Completed | 29/64`.
 _BAR = re.compile(
-    r"(?:(?P<desc>[^\r\n|]*?):\s*)?(?P<pct>\d{1,3})%\|(?P<bar>[^|\r\n]*)\|\s*"
+    r"(?:(?P<desc>[^\r\n|]*?):\s*)?(?P<pct>\d{1,3})%(?:\|(?P<bar>[^|\r\n]*)\||\s+Completed\s+\|)\s*"
     rf"(?P<n>{_NUM})/(?P<total>{_NUM})\s*"
     r"\[(?P<elapsed>[\d:]+)<(?P<remaining>[\d:?]+),\s*(?P<rate>[\d.]+|\?)\s*(?P<unit>[^\],\s]*)"
     r"(?:,\s*(?P<postfix>[^\]\r\n]*))?\]"
@@ -23,7 +27,8 @@ _NO_TOTAL = re.compile(
     rf"(?:(?P<desc>[^\r\n|]*?):\s*)?(?P<n>{_NUM})(?P<unit0>[A-Za-z]*)\s*"
     r"\[(?P<elapsed>[\d:]+),\s*(?P<rate>[\d.]+|\?)\s*(?P<unit>[^\],\s]*)(?:,\s*(?P<postfix>[^\]\r\n]*))?\]"
 )
-_SCALE = {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+# format_sizeof's prefixes, each `unit_divisor` times the one before (`K` is tqdm < 4.2x's spelling of `k`).
+_PREFIXES = "kMGTPEZY"
 
 
 @dataclass(frozen=True)
@@ -41,9 +46,20 @@ class Progress:
         return self.n / self.total if self.total else None
 
 
-def _count(text: str) -> int:
-    if text[-1] in _SCALE:
-        return int(round(float(text[:-1]) * _SCALE[text[-1]]))
+def _divisor(unit: str) -> int:
+    """1024 when the unit says so (`iB`, as tqdm's docs pass `unit="iB", unit_divisor=1024`), else 1000."""
+    return 1024 if re.match(r"[kKMGTPEZY]?iB", unit) else 1000
+
+
+def _scaled(value: str, prefix: str, divisor: int) -> float:
+    if not prefix:
+        return float(value)
+    return float(value) * divisor ** (_PREFIXES.index(prefix.replace("K", "k")) + 1)
+
+
+def _count(text: str, divisor: int = 1000) -> int:
+    if text[-1] in _PREFIXES + "K":
+        return int(round(_scaled(text[:-1], text[-1], divisor)))
     return int(float(text))
 
 
@@ -60,9 +76,13 @@ def parse_clock(text: str) -> float | None:
 
 
 def _rate(value: str, unit: str) -> float | None:
+    """`1.49` + `kit/s` → 1490.0; `2.21` + `s/it` → 1/2.21; `12.3` + `MiB/s` → 12.3 × 1024²."""
     if value == "?":
         return None
-    v = float(value)
+    prefix = ""
+    if len(unit) > 1 and unit[0] in _PREFIXES + "K" and not unit.startswith("s/"):
+        prefix, unit = unit[0], unit[1:]
+    v = _scaled(value, prefix, _divisor(unit))
     if unit.startswith("s/"):  # "2.21s/it": seconds per item
         return 1.0 / v if v > 0 else None
     return v
@@ -74,8 +94,9 @@ def parse_progress(line: str) -> Progress | None:
         matches = list(_BAR.finditer(chunk))
         if matches:
             m = matches[-1]
+            div = _divisor(m["unit"])
             return Progress(
-                n=_count(m["n"]), total=_count(m["total"]), rate_per_s=_rate(m["rate"], m["unit"]),
+                n=_count(m["n"], div), total=_count(m["total"], div), rate_per_s=_rate(m["rate"], m["unit"]),
                 elapsed_s=parse_clock(m["elapsed"]) or 0.0, remaining_s=parse_clock(m["remaining"]),
                 desc=(m["desc"] or "").strip() or None, postfix=(m["postfix"] or "").strip() or None,
             )
@@ -83,7 +104,8 @@ def parse_progress(line: str) -> Progress | None:
         if matches:
             m = matches[-1]
             return Progress(
-                n=_count(m["n"]), total=None, rate_per_s=_rate(m["rate"], m["unit"]),
+                n=_count(m["n"], _divisor(m["unit0"] or m["unit"])), total=None,
+                rate_per_s=_rate(m["rate"], m["unit"]),
                 elapsed_s=parse_clock(m["elapsed"]) or 0.0, remaining_s=None,
                 desc=(m["desc"] or "").strip() or None, postfix=(m["postfix"] or "").strip() or None,
             )

@@ -1,6 +1,9 @@
 """Log lines of the simulated SGLang server, in SGLang's and NCCL's real formats.
 
-SGLang: `[%Y-%m-%d %H:%M:%S{prefix}] message`, prefix ` TP{rank}` for scheduler lines when tp > 1.
+SGLang: `[%Y-%m-%d %H:%M:%S{.ms}{prefix}] message`, prefix ` TP{rank}` for scheduler lines when tp > 1, the
+`.ms` only with SGLANG_LOG_MS=1 (srt/utils/common.py configure_logger); `Decode batch [N],` with
+SGLANG_LOG_FORWARD_ITERS=1 (scheduler_metrics_mixin.py); the weight-loading bar in SGLang's text bar_format
+(model_loader/weight_utils.py) with tqdm's own rate rules; the running-phase SIGQUIT line.
 NCCL (2.28, the H200 fixture's version): `{host}:{pid}:{tid} [{cudaDev}] NCCL INFO {msg}`, device ids as
 nvmlDev numbers (`R[D]`), SHM channels without a connIndex (`Channel 00 : ... via SHM/direct/direct`).
 """
@@ -23,8 +26,29 @@ NCCL_ENV_VARS = ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_PROTO", "NCCL_ALGO"
                  "NCCL_BUFFSIZE", "NCCL_NVLS_ENABLE")
 
 
+_TRUE = ("1", "true")
+DECODE_LOG_INTERVAL = 40  # --decode-log-interval default: forwards between two `Decode batch` lines
+_forward_ct = 0
+
+
 def stamp() -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S")
+    now = time.time()
+    base = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now))
+    if os.environ.get("SGLANG_LOG_MS", "").lower() in _TRUE:  # `.%(msecs)03d`
+        return f"{base}.{int(now * 1000) % 1000:03d}"
+    return base
+
+
+def _with_forward_iter(message: str) -> str:
+    """SGLANG_LOG_FORWARD_ITERS=1: `Decode batch [forward_ct], ...` / `Prefill batch [forward_ct + 1], ...`."""
+    global _forward_ct
+    if os.environ.get("SGLANG_LOG_FORWARD_ITERS", "").lower() not in _TRUE:
+        return message
+    for head, step in (("Decode batch, ", DECODE_LOG_INTERVAL), ("Prefill batch, ", 1)):
+        if message.startswith(head):
+            _forward_ct += step
+            return f"{head[:-2]} [{_forward_ct}], {message[len(head):]}"
+    return message
 
 
 def emit(line: str) -> None:
@@ -34,7 +58,36 @@ def emit(line: str) -> None:
 
 def sglang_line(message: str, tp_rank: int | None = None, tp_size: int = 1) -> str:
     prefix = f" TP{tp_rank}" if tp_rank is not None and tp_size > 1 else ""
-    return f"[{stamp()}{prefix}] {message}"
+    return f"[{stamp()}{prefix}] {_with_forward_iter(message)}"
+
+
+def child_failed_line(running: bool) -> str:
+    """What the launcher logs when a child dies: engine.py's launch-phase handler, or the running-phase one
+    (tokenizer_manager.py running_phase_sigquit_handler, f"SIGQUIT received. {signum=}, {frame=}. ...")."""
+    if running:
+        return sglang_line("SIGQUIT received. signum=None, frame=None. It usually means one child failed.")
+    return sglang_line("Received sigquit from a child process. It usually means the child failed.")
+
+
+def _clock(seconds: float) -> str:
+    """tqdm's format_interval: `MM:SS`, `H:MM:SS` past an hour."""
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours:d}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
+
+
+def load_bar(done: int, total: int, elapsed: float, desc: str = "Loading safetensors checkpoint shards") -> str:
+    """One update of SGLang's weight-loading bar, as tqdm prints BAR_FORMAT
+    `{desc}: {percentage:3.0f}% Completed | {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}]`:
+    `?` before the first shard, `s/it` once an item takes more than a second (tqdm's rate_inv_fmt)."""
+    rate = done / elapsed if done and elapsed > 0 else 0.0
+    if rate:
+        remaining = _clock((total - done) / rate)
+        rate_fmt = f"{1 / rate:5.2f}s/it" if 1 / rate > 1 else f"{rate:5.2f}it/s"
+    else:
+        remaining, rate_fmt = "?", "?it/s"
+    return (f"{desc}: {100 * done / total:3.0f}% Completed | {done}/{total} "
+            f"[{_clock(elapsed)}<{remaining}, {rate_fmt}]")
 
 
 def uvicorn_line(message: str) -> str:
