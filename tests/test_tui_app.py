@@ -1,4 +1,4 @@
-"""The console through App.run_test: keys, modals, live journal and plan-file changes, real runs.
+"""The console through App.run_test: keys, modals, palette, live journal and plan-file changes, real runs.
 
 Every run here is a real detached supervisor writing a real SQLite journal; nothing is mocked.
 """
@@ -13,12 +13,10 @@ from pathlib import Path
 
 import pytest
 from enginekit import engine_for, wait_for, write_plan
-from tuikit import until
+from tuikit import drive, label, notices, open_app, select, until
 
 from eagle_console.journal import Journal
 from eagle_console.plan.loader import load_plan
-
-pytest.importorskip("textual")
 
 TWO_STEPS = """
 [[phase]]
@@ -39,6 +37,43 @@ run = "echo two"
 rollback = "echo undo two"
 """
 
+PLAN = """\
+[plan]
+id = "tuitest"
+title = "Console test plan"
+node = "2x test GPU, PCIe"
+
+[[phase]]
+id = "0"
+title = "Quick probe"
+priority = "high"
+
+  [[phase.step]]
+  id = "0.1"
+  title = "Kill any existing server processes"
+  priority = "high"
+  run = "true"
+
+  [[phase.step]]
+  id = "0.2"
+  title = "Prepare the drafter directory with a rather long title that will not fit at eighty columns"
+  needs = ["0.1"]
+  run = "true"
+
+[[phase]]
+id = "1"
+title = "Finetune"
+priority = "low"
+
+  [[phase.step]]
+  id = "1.1"
+  title = "Extract hidden states"
+  run = "true"
+"""
+
+
+CHANGING = ("run", "next", "mark", "note", "rollback", "kill_orphans")
+
 
 @pytest.fixture(autouse=True)
 def _grace(monkeypatch):
@@ -46,104 +81,170 @@ def _grace(monkeypatch):
     monkeypatch.setenv("EAGLE_CONSOLE_GPU_BACKEND", "none")
 
 
+@pytest.fixture
+def plan_file(tmp_path: Path) -> Path:
+    path = tmp_path / "plan.toml"
+    path.write_text(PLAN)
+    return path
+
+
 def make(tmp_path: Path, body: str = TWO_STEPS, readonly: bool = False):
-    from eagle_console.tui.app import make_app
-
     path = write_plan(tmp_path, body)
-    plan = load_plan(path)
-    journal = Journal.for_plan(plan)
-    return make_app(plan, journal, readonly=readonly), path, journal
+    app, journal = open_app(path, readonly=readonly)
+    return app, path, journal
 
 
-def drive(app, scenario, size=(120, 36)) -> None:
-    async def main() -> None:
-        async with app.run_test(size=size, notifications=True) as pilot:
-            await pilot.pause()
-            await scenario(pilot)
-
-    asyncio.run(main())
+def shown_actions(app) -> set[str]:
+    return {b.binding.action for b in app.screen.active_bindings.values() if b.enabled and b.binding.show}
 
 
-def tree(app):
-    from eagle_console.tui.panes.plan_tree import PlanPane
-
-    return app.query_one(PlanPane)
+def detail(app) -> str:
+    return app.query_one("#detail").render().plain
 
 
-def label(app, node_id: str) -> str:
-    return str(tree(app)._item_nodes[node_id].label)
+# -- mark, note -----------------------------------------------------------------------------------------
 
-
-async def select(pilot, node_id: str) -> None:
-    tree(pilot.app).select_id(node_id)
-    await until(pilot, lambda: pilot.app.ctx.selected_step_id == node_id, what=f"{node_id} selected")
-
-
-def notices(app) -> list[str]:
-    return [str(n.message) for n in app._notifications]
-
-
-def test_mark_from_the_ui_lands_in_the_journal(tmp_path):
-    app, _, journal = make(tmp_path)
+def test_mark_from_the_ui_lands_in_the_journal(plan_file: Path):
+    app, journal = open_app(plan_file)
 
     async def scenario(pilot):
-        await select(pilot, "0.1")
-        await pilot.press("m")
         from eagle_console.tui.screens.mark import MarkScreen
 
+        await until(pilot, lambda: app.snapshot is not None and app.ctx.selected_step_id == "0.1", what="ready")
+        await pilot.press("m")
         await until(pilot, lambda: isinstance(app.screen, MarkScreen), what="mark modal")
-        await pilot.press("enter")  # the highlighted status (completed) …
-        await pilot.press(*"by hand", "enter")  # … with a note
-        await until(pilot, lambda: journal.statuses().get("0.1") == "completed", what="journal mark")
-        assert [n.text for n in journal.notes("0.1")] == ["by hand"]
-        await until(pilot, lambda: label(app, "0.1").startswith("✔"), what="tree shows ✔")
+        await pilot.press("down", "enter")  # from the default (completed) down to failed
+        await pilot.press(*"drafter crashed", "enter")
+        await until(pilot, lambda: journal.statuses().get("0.1") == "failed", what="journal mark")
+        await until(pilot, lambda: label(app, "0.1").startswith("✖"), what="tree shows ✖")
+        await until(pilot, lambda: "drafter crashed" in detail(app), what="note in the Detail line")
+        assert [n.text for n in journal.notes("0.1")] == ["drafter crashed"]
 
     drive(app, scenario)
 
 
-def test_a_mark_from_another_process_appears_in_the_tree(tmp_path):
-    app, path, _ = make(tmp_path)
+def test_escape_cancels_the_mark(plan_file: Path):
+    app, journal = open_app(plan_file)
 
     async def scenario(pilot):
-        assert label(app, "0.2").startswith("○")
-        proc = subprocess.run([sys.executable, "-m", "eagle_console", "mark", str(path), "0.2", "skipped"],
-                              capture_output=True, text=True, timeout=60)
-        assert proc.returncode == 0, proc.stderr
-        await until(pilot, lambda: label(app, "0.2").startswith("⊘"), what="other process's mark shown")
+        from eagle_console.tui.screens.mark import MarkScreen
+
+        await until(pilot, lambda: app.ctx.selected_step_id == "0.1", what="ready")
+        await pilot.press("m")
+        await until(pilot, lambda: isinstance(app.screen, MarkScreen), what="mark modal")
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, MarkScreen), what="mark modal closed")
+        await pilot.pause(0.3)
+        assert journal.states() == {}
 
     drive(app, scenario)
 
 
-def test_live_plan_edit_rename_break_fix(tmp_path):
-    app, path, _ = make(tmp_path)
-    good = path.read_text()
+def test_note_from_the_ui(plan_file: Path):
+    app, journal = open_app(plan_file)
 
     async def scenario(pilot):
-        from textual.widgets import Static
+        await until(pilot, lambda: app.ctx.selected_step_id == "0.1", what="ready")
+        await pilot.press("e", *"keep AQ-MedAI d2t", "enter")
+        await until(pilot, lambda: "keep AQ-MedAI d2t" in detail(app), what="note shown")
+        assert [n.text for n in journal.notes("0.1")] == ["keep AQ-MedAI d2t"]
 
-        banner = app.query_one("#banner", Static)
-        path.write_text(good.replace('title = "echo two"', 'title = "renamed live"'))
-        await until(pilot, lambda: "renamed live" in label(app, "0.2"), what="rename shown")
-        path.write_text(good + '\n[[phase.step]]\nid = "0.3"\ntitle = \n')  # a TOML syntax error
-        await until(pilot, lambda: banner.display and "plan.toml:" in str(banner.content), what="banner")
-        text = str(banner.content)
-        loc = text.split("plan.toml:", 1)[1].split(":")
-        assert loc[0].isdigit() and loc[1].isdigit(), text  # file:line:column
-        assert "renamed live" in label(app, "0.2")  # the last good plan stays on screen
-        path.write_text(good)
+    drive(app, scenario)
+
+
+# -- live journal and plan file -------------------------------------------------------------------------
+
+def test_a_mark_from_another_process_shows_in_the_tree(plan_file: Path):
+    app, _ = open_app(plan_file)
+
+    async def scenario(pilot):
+        await until(pilot, lambda: app.snapshot is not None and app.ctx.selected_step_id is not None, what="ready")
+        assert label(app, "0.2").startswith("○") and "⇠" in label(app, "0.2")  # needs 0.1, not done
+        out = await asyncio.to_thread(
+            subprocess.run, [sys.executable, "-m", "eagle_console", "mark", str(plan_file), "0.1", "completed"],
+            capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        await until(pilot, lambda: label(app, "0.1").startswith("✔"), what="other process's mark shown")
+        assert "⇠" not in label(app, "0.2")  # its need is met now
+        assert label(app, "0").startswith("◐")  # the phase follows its steps
+
+    drive(app, scenario)
+
+
+def test_a_running_step_shows_its_elapsed_time(plan_file: Path):
+    other = Journal.for_plan(load_plan(plan_file))
+    other.begin_run("0.1", command="true", log=None)
+    other.close()
+    app, _ = open_app(plan_file)
+
+    async def scenario(pilot):
+        await until(pilot, lambda: "⟳" in label(app, "0.1"), what="elapsed shown")
+        assert label(app, "0.1").startswith("◐")
+
+    drive(app, scenario)
+
+
+def test_live_plan_edit_rename_break_fix(plan_file: Path):
+    app, journal = open_app(plan_file)
+
+    async def scenario(pilot):
+        await until(pilot, lambda: app.snapshot is not None and app.ctx.selected_step_id is not None, what="ready")
+        await asyncio.to_thread(journal.mark, "1.1", "skipped")
+        await until(pilot, lambda: label(app, "1.1").startswith("⊘"), what="skipped shown")
+        await select(pilot, "1.1")
+        banner = app.query_one("#banner")
+
+        plan_file.write_text(PLAN.replace("Extract hidden states", "Extract hidden states v2"))
+        await until(pilot, lambda: "v2" in label(app, "1.1"), what="rename shown")
+        assert label(app, "1.1").startswith("⊘")  # the id kept its state
+        assert app.ctx.selected_step_id == "1.1"  # and the selection stayed
+        assert not banner.display
+
+        plan_file.write_text(PLAN.replace('priority = "low"', 'priority = "urgent"'))  # a plan error
+        await until(pilot, lambda: banner.display, what="banner")
+        line = PLAN.splitlines().index('priority = "low"') + 1
+        assert f"plan.toml:{line}:" in banner.render().plain, banner.render().plain
+        assert "v2" in label(app, "1.1")  # the last good plan stays on screen
+
+        invalid = banner.render().plain
+        plan_file.write_text(PLAN + '\n  [[phase.step]]\n  id = "1.3"\n  title = \n')  # a TOML syntax error
+        await until(pilot, lambda: banner.render().plain != invalid, what="syntax error in the banner")
+        loc = banner.render().plain.split("plan.toml:", 1)[1].split(":")
+        assert loc[0].isdigit() and loc[1].isdigit(), loc  # file:line:column
+
+        plan_file.write_text(PLAN)
         await until(pilot, lambda: not banner.display, what="banner gone")
-        await until(pilot, lambda: "echo two" in label(app, "0.2"), what="fixed plan shown")
+        await until(pilot, lambda: "v2" not in label(app, "1.1"), what="fixed plan shown")
 
     drive(app, scenario)
 
+
+def test_adding_a_step_rebuilds_and_keeps_selection(plan_file: Path):
+    app, _ = open_app(plan_file)
+
+    async def scenario(pilot):
+        from eagle_console.tui.panes.plan_tree import PlanPane
+
+        await until(pilot, lambda: app.snapshot is not None and app.ctx.selected_step_id is not None, what="ready")
+        await select(pilot, "0.2")
+        plan_file.write_text(PLAN + '\n  [[phase.step]]\n  id = "1.2"\n  title = "Train"\n  run = "true"\n')
+        await until(pilot, lambda: "1.2" in app.query_one(PlanPane)._item_nodes, what="new step shown")
+        await pilot.pause()
+        assert app.ctx.selected_step_id == "0.2"
+
+    drive(app, scenario)
+
+
+# -- readonly, help, tabs, layout, palette --------------------------------------------------------------
 
 def test_readonly_hides_and_refuses_every_changing_key(tmp_path):
     app, _, journal = make(tmp_path, readonly=True)
 
     async def scenario(pilot):
         await select(pilot, "0.1")
-        shown = {b.binding.action for b in app.screen.active_bindings.values() if b.enabled}
-        for action in ("run", "next", "mark", "note", "rollback", "kill_orphans"):
+        shown = shown_actions(app)
+        assert {"help", "quit", "follow", "filter"} <= shown
+        for action in CHANGING:
             assert app.check_action(action, ()) is False
             assert action not in shown
         for key in ("m", "e", "r", "u", "K", "n"):
@@ -151,7 +252,7 @@ def test_readonly_hides_and_refuses_every_changing_key(tmp_path):
         await pilot.pause(0.3)
         assert app.screen is app.screen_stack[0]  # no modal opened
         assert journal.runs() == [] and journal.statuses() == {}
-        assert "read-only" in str(app.query_one("#header").content)
+        assert "read-only" in app.query_one("#header").render().plain
 
     drive(app, scenario)
 
@@ -162,16 +263,89 @@ def test_help_lists_every_key(tmp_path):
     async def scenario(pilot):
         from eagle_console.tui.screens.help import HelpScreen
 
+        assert set(CHANGING) <= shown_actions(app)  # what a read-only console hides is shown here
         await pilot.press("question_mark")
         await until(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
-        text = str(app.screen.query_one("#help-keys").content)
-        for key in ("r", "n", "m", "u", "K", "e", "f", "/", "?", "q", "1…5", "ctrl+p"):
-            assert any(line.split("  ")[0].strip() == key or line.startswith(key) for line in text.splitlines()), key
+        firsts = {line.split("  ")[0].strip() for line in app.screen.query_one("#help-keys").render().plain.splitlines()}
+        assert {"r", "n", "m", "u", "K", "e", "f", "/", "?", "q", "1…5", "ctrl+p"} <= firsts, firsts
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, HelpScreen), what="help closed")
 
     drive(app, scenario)
 
+
+def test_number_keys_switch_tabs(plan_file: Path):
+    app, _ = open_app(plan_file)
+
+    async def scenario(pilot):
+        tabs = app.query_one("#logs")
+        for key, tab in (("3", "output"), ("5", "results"), ("1", "server")):
+            await pilot.press(key)
+            assert tabs.active == tab
+
+    drive(app, scenario)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)])
+def test_layout_fits_small_and_large_terminals(plan_file: Path, size: tuple[int, int]):
+    app, _ = open_app(plan_file)
+
+    async def scenario(pilot):
+        from eagle_console.tui.panes.plan_tree import PlanPane
+
+        await until(pilot, lambda: app.snapshot is not None and app.ctx.selected_step_id is not None, what="ready")
+        await pilot.pause()
+        tree = app.query_one(PlanPane)
+        long_label = label(app, "0.2")
+        # a step line: its guide (guide_depth cells), the label, two border cells and the scrollbar
+        assert len(long_label) + tree.guide_depth + 3 <= tree.size.width
+        if size[0] == 80:
+            assert "… ⇠" in long_label  # the title gives way, the unmet-needs mark stays
+            assert tree.size.width >= 40  # the tree takes the larger share on a narrow terminal
+        else:
+            assert "will not fi" in long_label  # far more of the title than at 80 columns
+
+    drive(app, scenario, size=size)
+
+
+def test_export_from_the_palette_writes_beside_the_state_dir(plan_file: Path):
+    app, _ = open_app(plan_file)
+    target = app.ctx.plan.state_dir.parent / "tuitest.md"
+
+    async def scenario(pilot):
+        await until(pilot, lambda: app.snapshot is not None and app.ctx.selected_step_id is not None, what="ready")
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"Export plan (markdown)")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await until(pilot, target.exists, what="export written")
+        await until(pilot, lambda: any(n.startswith("exported (markdown) to ") for n in notices(app)),
+                    what="export notification")
+
+    drive(app, scenario)
+    text = target.read_text()
+    assert "# Console test plan" in text and "0.2" in text
+
+
+def test_titles_are_shown_as_written_not_as_markup(tmp_path: Path):
+    """A title is text, not Rich markup: brackets and :codes: show as typed (a "[/]" used to crash the tree)."""
+    path = tmp_path / "plan.toml"
+    path.write_text('[plan]\nid = "markup"\ntitle = "t"\nnode = "2x [PCIe] box"\n\n[[phase]]\nid = "0"\n'
+                    'title = "Probe [/] [bold]x"\n\n'
+                    '[[phase.step]]\nid = "0.1"\ntitle = "Check [red]vocab[/red] :rocket:"\nrun = "true"\n')
+    app, _ = open_app(path)
+
+    async def scenario(pilot):
+        await until(pilot, lambda: app.snapshot is not None and app.ctx.selected_step_id == "0.1", what="ready")
+        assert "Probe [/] [bold]x" in label(app, "0")
+        assert "Check [red]vocab[/red] :rocket:" in label(app, "0.1")
+        assert "2x [PCIe] box" in str(app.query_one("#header").render())
+
+    drive(app, scenario)
+
+
+# -- r, n, u, q, K: real runs ---------------------------------------------------------------------------
 
 def test_r_runs_a_shell_step_to_completion(tmp_path):
     app, _, journal = make(tmp_path)
@@ -296,7 +470,8 @@ def test_q_says_which_runs_keep_running(tmp_path):
 
 
 def test_K_opens_the_kill_screen(tmp_path):
-    kill = pytest.importorskip("eagle_console.tui.screens.kill")
+    from eagle_console.tui.screens import kill
+
     app, _, _ = make(tmp_path)
 
     async def scenario(pilot):

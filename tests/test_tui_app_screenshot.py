@@ -11,8 +11,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("textual")
-
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 
@@ -86,15 +84,20 @@ def test_detail_shows_drafter_findings_and_vocab_comparison(demo):
 
 
 def test_palette_offers_run_rollback_kill_and_export(demo):
+    from eagle_console.tui.commands import palette_entries
+
     app, plan = open_demo(*demo)
+    exports = ["Export plan (todowrite)", "Export plan (markdown)", "Export plan (json)"]
 
     async def main() -> None:
         async with app.run_test(size=(120, 36)):
-            texts = [t for t, _, _ in app.steering_entries()]
+            texts = [t for t, _, _ in palette_entries(app)]
             assert "Run step 0.1 " + plan.step("0.1").title in texts
+            assert "Mark step 0.1 " + plan.step("0.1").title in texts
             assert any(t.startswith("Roll back 0 ") for t in texts)
             assert "Kill orphaned GPU workers" in texts
+            assert texts[-3:] == exports
             app.ctx.readonly = True
-            assert app.steering_entries() == []
+            assert [t for t, _, _ in palette_entries(app)] == exports
 
     asyncio.run(main())

@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 from enginekit import write_plan
 from tuikit import until
-
-pytest.importorskip("textual")
 
 
 def test_a_hidden_tab_polls_slowly_and_catches_up_when_shown(tmp_path, monkeypatch):

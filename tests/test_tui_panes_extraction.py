@@ -7,19 +7,15 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
-from test_tui_panes_gpus import until
+from textual.app import App
+from textual.widgets import DataTable, ProgressBar
+from tuikit import until
 
 from eagle_console.journal import Journal
 from eagle_console.plan.loader import load_plan
 from eagle_console.tui.context import ConsoleContext
-
-pytest.importorskip("textual")
-from textual.app import App  # noqa: E402
-from textual.widgets import DataTable, ProgressBar  # noqa: E402
-
-from eagle_console.tui.panes.extraction import ExtractionPane  # noqa: E402
-from eagle_console.tui.panes.results import ResultsPane, delta  # noqa: E402
+from eagle_console.tui.panes.extraction import ExtractionPane
+from eagle_console.tui.panes.results import ResultsPane, delta
 
 
 def plan_ctx(tmp_path, total: int, select: str | None = None) -> ConsoleContext:

@@ -5,18 +5,15 @@ from __future__ import annotations
 import asyncio
 import time
 
-import pytest
 from enginekit import write_plan
-from test_tui_panes_gpus import until
+from textual.app import App
+from tuikit import until
 
 from eagle_console.journal import Journal
 from eagle_console.plan.loader import load_plan
 from eagle_console.tui.context import ConsoleContext
-
-pytest.importorskip("textual")
-from textual.app import App  # noqa: E402
-
-from eagle_console.tui.panes.output import OutputPane  # noqa: E402
+from eagle_console.tui.messages import StepSelected
+from eagle_console.tui.panes.output import OutputPane
 
 PLAN = """
 [[phase]]
@@ -107,9 +104,9 @@ def test_follow_pause_filter_and_switching_steps(tmp_path):
             assert "bad filter" in str(view.status.render())
             view.set_filter("")
             # another step: its own log
-            pane.step_selected("0.2")
+            pane.post_message(StepSelected("0.2"))
             await until(pilot, lambda: view.shown_lines == ["first line of 0.2"], what="switched log")
-            pane.step_selected(None)
+            pane.post_message(StepSelected(None))
             await until(pilot, lambda: view.shown_lines == [] and "no step" in str(view.status.render()),
                         what="no step")
 

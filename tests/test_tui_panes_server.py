@@ -5,19 +5,15 @@ from __future__ import annotations
 import asyncio
 import os
 
-import pytest
 from enginekit import write_plan
-from test_tui_panes_gpus import until
+from textual.app import App
+from tuikit import until
 
 from eagle_console.journal import Journal
 from eagle_console.plan.loader import load_plan
 from eagle_console.tui.context import ConsoleContext
-
-pytest.importorskip("textual")
-from textual.app import App  # noqa: E402
-
-from eagle_console.tui.panes.nccl import NcclPane, gpu_busy_from  # noqa: E402
-from eagle_console.tui.panes.server import ServerPane, server_line_style, sparkline  # noqa: E402
+from eagle_console.tui.panes.nccl import NcclPane, gpu_busy_from
+from eagle_console.tui.panes.server import ServerPane, server_line_style, sparkline
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 PLAN = """

@@ -21,8 +21,6 @@ from pathlib import Path
 import pytest
 from tuikit import screen_text, until
 
-pytest.importorskip("textual")
-
 REPO = Path(__file__).resolve().parent.parent
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
 FIXED_AT = 1768464000.0  # 2026-01-15 08:00:00 UTC: not today, so times show with their date

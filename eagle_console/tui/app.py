@@ -12,57 +12,39 @@ import os
 import socket
 import sys
 import time
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
-from textual import events, on, work
+from textual import events, on
 from textual.app import App, ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Static, Tree
-from textual.worker import get_current_worker
 
 from eagle_console.ops import export as export_op
-from eagle_console.ops import steps
+from eagle_console.ops import rollback, steps
+from eagle_console.ops.console import drafter_actions
+from eagle_console.tui import keys, messages, workers
 from eagle_console.tui.commands import ConsoleCommands
 from eagle_console.tui.context import ConsoleContext
 from eagle_console.tui.keybar import KeyBar
-from eagle_console.tui.live import PlanLoad, Snapshot, read_snapshot, reload_plan, stamp
+from eagle_console.tui.live import Snapshot, read_snapshot
 from eagle_console.tui.panes.detail import DetailLine
-from eagle_console.tui.panes.logs import GPU_PANE, TABS, LogTabs, build_pane, mount_hidden_panes
+from eagle_console.tui.panes.logs import GPU_PANE, LogTabs, build_pane, mount_hidden_panes
 from eagle_console.tui.panes.plan_tree import PlanPane
-from eagle_console.tui.steering_keys import STEERING_BINDINGS, STEERING_MUTATING, SteeringKeys
 
 if TYPE_CHECKING:
     from eagle_console.journal import Journal
-    from eagle_console.plan.model import Plan
+    from eagle_console.plan.model import Plan, Step
 
 EXIT_AFTER_FIRST_PAINT = "EAGLE_CONSOLE_EXIT_AFTER_FIRST_PAINT"
 NARROW_BELOW = 120  # columns
 PLAN_WIDTH, PLAN_WIDTH_NARROW = "45%", "55%"
-JOURNAL_POLL_S = 0.25
-PLAN_POLL_S = 0.5
-RECONCILE_S = 3.0
-# Actions that change the journal, the node or the plan's state: hidden and refused under --readonly.
-# Issues 3/4 add run, next, rollback, kill_orphans here (keys r n u K) and their bodies call tui.actions.
-MUTATING = frozenset({"mark", "note"}) | STEERING_MUTATING
-# Keys that exist but are not bindings (Textual's own), for the help screen.
-EXTRA_KEYS = (("tab / shift+tab", "move focus between panes"), ("ctrl+p", "command palette: mark, export"),
-              ("↑ ↓ ← → enter", "move in the plan tree, fold a phase"))
-
-
-class JournalChanged(Message):
-    def __init__(self, snapshot: Snapshot) -> None:
-        super().__init__()
-        self.snapshot = snapshot
-
-
-class PlanFileChanged(Message):
-    def __init__(self, load: PlanLoad, journal: Journal | None) -> None:
-        super().__init__()
-        self.load = load
-        self.journal = journal  # a new journal when the plan's state dir moved (its id changed)
+# The right-hand tab panes (built lazily, so the App knows them only by place): StepSelected and
+# PlanReloaded go to each; a HiddenPane placeholder has no handler and ignores them.
+TAB_PANES = "#logs ContentSwitcher > Vertical > *"
 
 
 class FirstPaint(NamedTuple):
@@ -86,21 +68,11 @@ def _process_age() -> float:
         return 0.0
 
 
-class ConsoleApp(SteeringKeys, App[int]):
+class ConsoleApp(App[int]):
     CSS_PATH = "console.tcss"
     TITLE = "eagle-console"
     COMMANDS = App.COMMANDS | {ConsoleCommands}
-    BINDINGS: ClassVar[list[BindingType]] = [
-        # The order of console.md's key line: r n m u K e f /.
-        *STEERING_BINDINGS[:2],
-        Binding("m", "mark", "Mark"),
-        *STEERING_BINDINGS[2:4],
-        Binding("e", "note", "Note"),
-        *STEERING_BINDINGS[4:],
-        *[Binding(str(i), f"tab('{tab_id}')", title, show=False) for i, (tab_id, title, *_) in enumerate(TABS, 1)],
-        Binding("question_mark", "help", "Help", key_display="?"),
-        Binding("q", "quit", "Quit"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = list(keys.BINDINGS)
 
     def __init__(self, ctx: ConsoleContext, state_dir_override: Path | None = None) -> None:
         super().__init__()
@@ -109,6 +81,8 @@ class ConsoleApp(SteeringKeys, App[int]):
         self.snapshot: Snapshot | None = None
         self.plan_error: str | None = None
         self.first_paint: FirstPaint | None = None
+        self.quit_message: str | None = None  # what keeps running, also printed once the terminal is back
+        self._notices = workers.Notices(ctx.journal.last_event_id())
 
     @property
     def readonly(self) -> bool:
@@ -117,14 +91,18 @@ class ConsoleApp(SteeringKeys, App[int]):
     # -- layout -----------------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
+        # The panes the App itself tells things to (attributes down; they answer with messages up).
+        self.plan_pane = PlanPane(id="plan")
+        self.gpus: Any = build_pane(self.ctx, *GPU_PANE, id="gpus")
+        self.detail = DetailLine("", id="detail")
         yield Static(self._header_text(), id="header", markup=False)
         yield Static("", id="banner", markup=False)  # TOML errors quote "[phase]" and the like
         with Horizontal(id="main"):
-            yield PlanPane(id="plan")
+            yield self.plan_pane
             with Vertical(id="right"):
-                yield build_pane(self.ctx, *GPU_PANE, id="gpus")
+                yield self.gpus
                 yield LogTabs(self.ctx, id="logs")
-        yield DetailLine("", id="detail")
+        yield self.detail
         yield KeyBar(id="keys")
 
     def _header_text(self) -> str:
@@ -142,14 +120,13 @@ class ConsoleApp(SteeringKeys, App[int]):
     def _fit_width(self, width: int) -> None:
         """The Plan pane takes more of a narrow terminal. Set on the one widget rather than through a
         breakpoint class on the Screen, which restyles every widget (~40 ms before the first frame)."""
-        self.query_one(PlanPane).styles.width = PLAN_WIDTH_NARROW if width < NARROW_BELOW else PLAN_WIDTH
+        self.plan_pane.styles.width = PLAN_WIDTH_NARROW if width < NARROW_BELOW else PLAN_WIDTH
 
     def on_mount(self) -> None:
         self.title = f"eagle-console · {self.ctx.plan.id}"
         self._fit_width(self.size.width)
         # The first frame shows the journal's statuses, not a tree of "pending" that corrects itself later.
-        self.query_one(PlanPane).focus()
-        self.steering_mount()
+        self.plan_pane.focus()
         self._show_snapshot(read_snapshot(self.ctx.journal))
         self.set_interval(1.0, self._tick)  # elapsed time of running steps
         self.call_after_refresh(self._first_frame_shown)
@@ -161,7 +138,8 @@ class ConsoleApp(SteeringKeys, App[int]):
             self.first_paint = FirstPaint(seconds, {m: m in sys.modules for m in ("torch", "safetensors", "numpy")})
             self.exit(0)
             return
-        self._poll()
+        last_id = self.snapshot.event_id if self.snapshot is not None else None  # on_mount read it
+        self._in_thread(workers.poll, self.ctx, last_id, self.state_dir_override, group="poll", exclusive=True)
         self.call_after_refresh(mount_hidden_panes, self)
         self.set_timer(0.5, self._settle_gc)
 
@@ -176,71 +154,34 @@ class ConsoleApp(SteeringKeys, App[int]):
 
     def _tick(self) -> None:
         if self.snapshot and any(s.status == "in_progress" for s in self.snapshot.states.values()):
-            for pane in self.query(PlanPane):  # none while the app exits
-                pane.refresh_labels()
+            if not self._shutting_down():
+                self.plan_pane.refresh_labels()
+
+    def _in_thread(self, fn: Any, *args: Any, group: str = "ops", exclusive: bool = False) -> None:
+        """Run `fn(post, *args)` (a tui.workers function) in a thread worker; it answers with messages."""
+        self.run_worker(partial(fn, self.post_message, *args), thread=True, group=group, exclusive=exclusive,
+                        exit_on_error=False)
 
     # -- live: journal and plan file --------------------------------------------------------------------
 
-    @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
-    def _poll(self) -> None:
-        worker = get_current_worker()
-        path = self.ctx.plan_path
-        last_id: int | None = None
-        journal = self.ctx.journal
-        if self.snapshot is not None:  # on_mount read it for the first frame
-            last_id = self.snapshot.event_id
-        plan_stamp = stamp(path)
-        next_plan_check = time.monotonic() + PLAN_POLL_S
-        next_reconcile = time.monotonic()
-        while not worker.is_cancelled:
-            try:
-                if self.ctx.journal is not journal:
-                    journal, last_id = self.ctx.journal, None
-                if time.monotonic() >= next_reconcile:  # runs whose supervisor died become `lost`
-                    next_reconcile = time.monotonic() + RECONCILE_S
-                    self.ctx.engine.reconcile()
-                if journal.last_event_id() != last_id:
-                    snap = read_snapshot(journal)
-                    last_id = snap.event_id
-                    self.post_message(JournalChanged(snap))
-                if time.monotonic() >= next_plan_check:
-                    next_plan_check = time.monotonic() + PLAN_POLL_S
-                    now_stamp = stamp(path)
-                    if now_stamp != plan_stamp:
-                        plan_stamp = now_stamp
-                        self._plan_file_changed(path)
-            except Exception as exc:  # a locked or closed database, a vanished file: say so, keep polling
-                self.call_from_thread(self.notify, f"poll: {type(exc).__name__}: {exc}", severity="error")
-                time.sleep(1.0)
-            time.sleep(JOURNAL_POLL_S)
-
-    def _plan_file_changed(self, path: Path) -> None:
-        load = reload_plan(path, self.state_dir_override)
-        journal = None
-        if load.plan is not None and load.plan.state_dir != self.ctx.plan.state_dir:
-            from eagle_console.journal import Journal
-
-            journal = Journal.for_plan(load.plan)
-        self.post_message(PlanFileChanged(load, journal))
-
     def _shutting_down(self) -> bool:
         """The poller's last message can land while the app exits and its panes are already gone."""
-        return self._exit or not self.query(PlanPane)
+        return self._exit or not self.plan_pane.is_mounted
 
-    @on(JournalChanged)
-    def _journal_changed(self, message: JournalChanged) -> None:
+    @on(messages.JournalChanged)
+    def _journal_changed(self, message: messages.JournalChanged) -> None:
         if self._shutting_down():
             return
         self._show_snapshot(message.snapshot)
-        self.steering_journal_changed()
+        self._in_thread(self._notices.announce, self.ctx, group="notices")
 
     def _show_snapshot(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
-        self.query_one(PlanPane).show(self.ctx.plan, self.snapshot)
+        self.plan_pane.show(self.ctx.plan, self.snapshot)
         self._show_detail()
 
-    @on(PlanFileChanged)
-    def _plan_changed(self, message: PlanFileChanged) -> None:
+    @on(messages.PlanFileChanged)
+    def _plan_changed(self, message: messages.PlanFileChanged) -> None:
         if self._shutting_down():
             if message.journal is not None:
                 message.journal.close()
@@ -260,40 +201,102 @@ class ConsoleApp(SteeringKeys, App[int]):
             old.close()
         self.ctx.plan = load.plan
         self.query_one("#header", Static).update(self._header_text())
-        self.query_one(PlanPane).show(load.plan, self.snapshot)
+        self.plan_pane.show(load.plan, self.snapshot)
         self._show_detail()
-        for pane in self.query("*"):
-            if hasattr(pane, "plan_reloaded"):
-                pane.plan_reloaded()
+        self.gpus.plan_reloaded()
+        self._tell_panes(messages.PlanReloaded)
+
+    def _tell_panes(self, make: type[Message], *args: Any) -> None:
+        for pane in self.query(TAB_PANES):
+            pane.post_message(make(*args))
+
+    @on(messages.GpusChanged)
+    def _gpus_changed(self) -> None:
+        self.gpus.refresh_now()
 
     # -- selection --------------------------------------------------------------------------------------
 
     @on(Tree.NodeHighlighted, "#plan")
     def _highlighted(self, event: Tree.NodeHighlighted) -> None:
-        self.ctx.selected_step_id = event.node.data
+        step_id = self.ctx.selected_step_id = event.node.data
         self._show_detail()
-        self.steering_selected(self.ctx.selected_step_id)
-        for pane in self.query("*"):
-            if hasattr(pane, "step_selected"):
-                pane.step_selected(self.ctx.selected_step_id)
+        if step_id and drafter_actions(self.ctx.plan.step(step_id)):  # its report reads files: off the loop
+            self._in_thread(workers.drafter_findings, self.ctx.plan, step_id, group="drafter", exclusive=True)
+        self._tell_panes(messages.StepSelected, step_id)
 
     def _show_detail(self) -> None:
-        self.query_one(DetailLine).show(self.ctx.plan, self.ctx.selected_step_id, self.snapshot)
+        self.detail.show(self.ctx.plan, self.ctx.selected_step_id, self.snapshot)
+
+    @on(messages.DrafterFindings)
+    def _drafter_findings(self, message: messages.DrafterFindings) -> None:
+        self.detail.show_extra(message.step_id, message.lines)
+
+    def _select(self, node_id: str) -> None:
+        self.plan_pane.select_id(node_id)
+        self.ctx.selected_step_id = node_id
 
     # -- keys -------------------------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if self.readonly and action in MUTATING:
+        if self.readonly and action in keys.MUTATING:
             return False
         return True
 
-    def _selected_step(self, verb: str):
+    def _selected_step(self, verb: str, hint: str = "") -> Step | None:
         item = self.ctx.selected_step_id
         step = self.ctx.plan.step(item) if item else None
         if step is None:
             what = f"phase {item}: its status follows its steps;" if item else "nothing selected:"
-            self.notify(f"{what} select a step to {verb}", severity="warning")
+            self.notify(f"{what} select a step to {verb}{hint}", severity="warning")
         return step
+
+    @on(messages.OpDone)
+    def _op_done(self, message: messages.OpDone) -> None:
+        self.notify(message.text, severity=message.severity, timeout=message.timeout)  # type: ignore[arg-type]
+
+    # r / n: run the selected step, or the next runnable one
+
+    def action_run(self) -> None:
+        step = self._selected_step("run", " (n runs the next one)")
+        if step is not None:
+            self.confirm_and_start(step.id)
+
+    def confirm_and_start(self, step_id: str) -> None:
+        if self.readonly:
+            return
+        step = self.ctx.plan.step(step_id)
+        if step is None:
+            self.notify(f"no step {step_id} in the plan", severity="warning")
+        elif step.action is None:
+            self.notify(f"{step.id} is manual: do it by hand and mark it", severity="warning")
+        elif step.confirm:
+            from eagle_console.tui.screens.confirm import ConfirmScreen
+
+            def answered(ok: bool | None) -> None:
+                if ok:
+                    self._start(step_id)
+
+            self.push_screen(ConfirmScreen(f"Run {step.id} — {step.title}?", step.action.describe()), answered)
+        else:
+            self._start(step_id)
+
+    def _start(self, step_id: str) -> None:
+        self._in_thread(workers.run_op, steps.start_step, self.ctx.engine, step_id)
+
+    def action_next(self) -> None:
+        self._in_thread(workers.choose_next, self.ctx.engine)
+
+    @on(messages.NextChosen)
+    def _next_chosen(self, message: messages.NextChosen) -> None:
+        choice = message.choice
+        if choice.step is not None:
+            self._select(choice.step.id)
+        if not choice.runnable:
+            self.notify(choice.message or "nothing to run", severity="warning")
+        elif choice.step is not None:
+            self.confirm_and_start(choice.step.id)
+
+    # m / e: mark, note
 
     def action_mark(self) -> None:
         step = self._selected_step("mark")
@@ -313,7 +316,7 @@ class ConsoleApp(SteeringKeys, App[int]):
 
         def done(choice: tuple[str, str | None] | None) -> None:
             if choice is not None:
-                self._run_action(steps.mark, self.ctx.journal, self.ctx.plan, step_id, choice[0], choice[1])
+                self._in_thread(workers.run_op, steps.mark, self.ctx.journal, self.ctx.plan, step_id, *choice)
 
         self.push_screen(MarkScreen(step_id, step.title, current), done)
 
@@ -326,25 +329,71 @@ class ConsoleApp(SteeringKeys, App[int]):
 
         def done(text: str | None) -> None:
             if text:
-                self._run_action(steps.note, self.ctx.journal, step.id, text)
+                self._in_thread(workers.run_op, steps.note, self.ctx.journal, step.id, text)
 
         self.push_screen(NoteScreen(step.id, step.title), done)
 
-    def export_plan(self, fmt: str) -> None:
-        def run() -> str:
-            return f"exported ({fmt}) to {export_op.export(self.ctx.journal, self.ctx.plan, fmt)}"
+    # u: roll back the selected step or phase
 
-        self._run_action(run)
-
-    @work(thread=True, group="actions", exit_on_error=False)
-    def _run_action(self, fn, *args) -> None:
-        """Run a core action off the event loop and say how it went."""
-        try:
-            text = fn(*args)
-        except Exception as exc:
-            self.call_from_thread(self.notify, f"{exc}", severity="error")
+    def action_rollback(self) -> None:
+        target = self.ctx.selected_step_id
+        if not target:
+            self.notify("nothing selected: select a step or a phase to roll back", severity="warning")
             return
-        self.call_from_thread(self.notify, text)
+        self.open_rollback(target)
+
+    def open_rollback(self, target: str) -> None:
+        if not self.readonly:
+            self._in_thread(workers.plan_rollback, self.ctx.engine, target)
+
+    @on(messages.RollbackPlanned)
+    def _rollback_planned(self, message: messages.RollbackPlanned) -> None:
+        from eagle_console.tui.screens.rollback import RollbackScreen
+
+        target = message.choice.target
+
+        def answered(cascade: bool | None) -> None:
+            if cascade is not None:
+                self._in_thread(workers.run_op, rollback.begin_rollback, self.ctx.engine, target, cascade)
+
+        self.push_screen(RollbackScreen(message.choice), answered)
+
+    # K, f, /, 1…5, ?
+
+    def action_kill_orphans(self) -> None:
+        from eagle_console.tui.screens.kill import KillScreen
+
+        if not self.readonly:
+            self.push_screen(KillScreen(self.ctx))
+
+    def _log_view(self) -> Any:
+        """The log the operator means: the one holding focus, else the one in the shown tab."""
+        from eagle_console.tui.panes.logview import LogView
+
+        node = self.focused
+        while node is not None:
+            if isinstance(node, LogView):
+                return node
+            node = node.parent  # type: ignore[assignment]
+        tabs = self.query_one(LogTabs)
+        found = tabs.query(f"#{tabs.active} LogView")
+        return found.first() if found else None
+
+    def action_follow(self) -> None:
+        view = self._log_view()
+        if view is None:
+            self.notify("f follows the Server, NCCL or Output log: open one of those tabs (1, 2, 3)",
+                        severity="warning")
+            return
+        view.toggle_follow()
+
+    def action_filter(self) -> None:
+        view = self._log_view()
+        if view is None:
+            self.notify("/ filters the Server, NCCL or Output log: open one of those tabs (1, 2, 3)",
+                        severity="warning")
+            return
+        view.open_filter()
 
     def action_tab(self, tab_id: str) -> None:
         self.query_one(LogTabs).active = tab_id
@@ -352,18 +401,25 @@ class ConsoleApp(SteeringKeys, App[int]):
     def action_help(self) -> None:
         from eagle_console.tui.screens.help import HelpScreen
 
-        keys: list[tuple[str, str]] = []
-        for binding in self.BINDINGS:
-            assert isinstance(binding, Binding)
-            if self.check_action(binding.action, ()) is False:
-                continue
-            key = binding.key_display or binding.key
-            if binding.action.startswith("tab("):
-                continue
-            keys.append((key, binding.description))
-        keys.append(("1…5", ", ".join(title for _, title, *_ in TABS) + " tab"))  # one line in the dialog
-        keys.extend(EXTRA_KEYS)
-        self.push_screen(HelpScreen(keys, self.readonly))
+        self.push_screen(HelpScreen(keys.help_keys(self.readonly), self.readonly))
+
+    # q: quit, saying what keeps running
+
+    async def action_quit(self) -> None:
+        self._in_thread(workers.quit_line, self.ctx.engine, group="quit")
+
+    @on(messages.QuitReady)
+    def _quit_ready(self, message: messages.QuitReady) -> None:
+        self.quit_message = message.line
+        self.exit(0, 0, message.line)
+
+    # the palette's export
+
+    def export_plan(self, fmt: str) -> None:
+        def export() -> str:
+            return f"exported ({fmt}) to {export_op.export(self.ctx.journal, self.ctx.plan, fmt)}"
+
+        self._in_thread(workers.run_op, export)
 
 
 def make_app(plan: Plan, journal: Journal, *, readonly: bool = False, sim_dir: Path | None = None,

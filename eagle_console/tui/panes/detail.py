@@ -69,47 +69,11 @@ def describe(plan: Plan, item_id: str | None, snap: Snapshot | None) -> Text:
     return out
 
 
-def drafter_lines(plan: Plan, item_id: str | None) -> list[str]:
-    """Findings of a `drafter.check` check or action, and a `drafter.compare_vocab` result. Reads files:
-    call it in a thread worker."""
-    from pathlib import Path
-
-    step = plan.step(item_id) if item_id else None
-    if step is None:
-        return []
-    out: list[str] = []
-    checks = [a for a in (step.check, step.action) if a and a.kind == "builtin" and a.uses == "drafter.check"]
-    if checks and checks[0].with_.get("path"):
-        path, target = checks[0].with_["path"], checks[0].with_.get("target")
-        try:
-            from eagle_console.drafter.check import check_drafter
-
-            report = check_drafter(Path(path), Path(target) if target else None)
-            findings = report.get("findings", [])
-            out.append(f"drafter check {'ok' if report.get('ok') else 'NOT ok'}: "
-                       + ("; ".join(f"{f['severity']} {f['code']}" for f in findings) or "no findings"))
-        except Exception as exc:  # a missing or unreadable drafter is exactly what the operator must see
-            out.append(f"drafter check: cannot check {path}: {exc}")
-    action = step.action
-    if action and action.kind == "builtin" and action.uses == "drafter.compare_vocab":
-        a, b = action.with_.get("a"), action.with_.get("b")
-        if a and b:
-            try:
-                from eagle_console.drafter.vocab import compare_vocab
-
-                r = compare_vocab(a, b)
-                out.append(f"vocab: {r['positions_differ']} positions differ · {r['meaning']}")
-            except Exception as exc:
-                out.append(f"vocab compare: cannot compare {a} and {b}: {exc}")
-    return out
-
-
 class DetailLine(Static):
     """Updated in place. Drafter findings, computed off the loop, are kept per step and shown below."""
 
     def on_mount(self) -> None:
         self._extra: dict[str, list[str]] = {}
-        self._shown: str | None = None
         self._last: tuple | None = None
 
     def show(self, plan: Plan, item_id: str | None, snap: Snapshot | None) -> None:

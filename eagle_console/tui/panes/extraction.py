@@ -11,7 +11,9 @@ from rich.text import Text
 from textual.containers import Vertical
 from textual.widgets import ProgressBar, Static
 
-from eagle_console.tui.panes._logview import HIDDEN_S, Poller, QuietStatic, step_log
+from eagle_console.tui.messages import PlanReloaded, StepSelected
+from eagle_console.tui.panes._logview import HIDDEN_S, Poller, QuietStatic
+from eagle_console.tui.panes.follow import step_log
 
 if TYPE_CHECKING:
     from eagle_console.plan.model import Plan, Step
@@ -99,11 +101,11 @@ class ExtractionPane(Vertical):
     def on_unmount(self) -> None:
         self.poller.stop()
 
-    def step_selected(self, step_id: str | None) -> None:
-        self.step_id = step_id
+    def on_step_selected(self, message: StepSelected) -> None:
+        self.step_id = message.step_id
         self.poller.poke()
 
-    def plan_reloaded(self) -> None:
+    def on_plan_reloaded(self, message: PlanReloaded) -> None:
         self._key = None  # paths may have changed
         self.poller.poke()
 

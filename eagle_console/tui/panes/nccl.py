@@ -9,7 +9,7 @@ from typing import Any
 from rich.style import Style
 from rich.text import Text
 
-from eagle_console.tui.panes._logview import LogBatch, ServiceLogPane
+from eagle_console.tui.panes.follow import LogBatch, ServiceLogPane
 
 BUSY_PCT = 50.0  # a GPU above this is "busy" for the hang check
 

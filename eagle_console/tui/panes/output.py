@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from eagle_console.tui.panes._logview import FollowPane
+from eagle_console.tui.panes.follow import FollowPane
 
 
 class OutputPane(FollowPane):

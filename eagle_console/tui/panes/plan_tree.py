@@ -79,11 +79,6 @@ class PlanPane(Tree[str]):
                                            width=width - _CHROME - _GUIDE, elapsed=elapsed, unmet=unmet))
 
     @property
-    def _items(self) -> dict[str, TreeNode[str]]:
-        """Nodes by phase/step id (the name the frame tests use)."""
-        return self._item_nodes
-
-    @property
     def selected_id(self) -> str | None:
         node = self.cursor_node
         return node.data if node is not None else None

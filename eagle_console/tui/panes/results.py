@@ -11,6 +11,7 @@ from rich.text import Text
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
+from eagle_console.tui.messages import PlanReloaded
 from eagle_console.tui.panes._logview import HIDDEN_S, Poller
 
 if TYPE_CHECKING:
@@ -94,11 +95,8 @@ class ResultsPane(Vertical):
     def on_unmount(self) -> None:
         self.poller.stop()
 
-    def plan_reloaded(self) -> None:
+    def on_plan_reloaded(self, message: PlanReloaded) -> None:
         self._key = None  # the baseline may have changed
-        self.poller.poke()
-
-    def refresh_now(self) -> None:
         self.poller.poke()
 
     def _read(self) -> list[Result]:

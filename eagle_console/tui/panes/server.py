@@ -9,7 +9,7 @@ from typing import Any
 from rich.style import Style
 from rich.text import Text
 
-from eagle_console.tui.panes._logview import LogBatch, ServiceLogPane
+from eagle_console.tui.panes.follow import LogBatch, ServiceLogPane
 
 SPARK = "▁▂▃▄▅▆▇█"
 _ERROR_LINE = re.compile(r"Traceback|Error\b|Exception|out of memory|Not enough memory|failed|hit an exception"

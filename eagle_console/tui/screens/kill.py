@@ -238,14 +238,6 @@ class KillScreen(ModalScreen[KillRecord | None]):
                 self.query_one(DataTable).update_cell(str(pid), "sel", Text("killed", style="green"))
             except Exception:  # the row may be gone if the table was rebuilt
                 pass
-        gpus = self._gpu_pane()
-        if gpus is not None:
-            gpus.refresh_now()
+        from eagle_console.tui.messages import GpusChanged
 
-    def _gpu_pane(self):
-        from eagle_console.tui.panes.gpus import GpuPane
-
-        for screen in self.app.screen_stack:  # the pane lives on the screen under this modal
-            for pane in screen.query(GpuPane):
-                return pane
-        return None
+        self.post_message(GpusChanged())  # the App has the GPU pane read again

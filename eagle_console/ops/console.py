@@ -1,0 +1,68 @@
+"""What the console needs that the CLI does not: the engine handle its operations take, and the drafter
+report of a step whose built-in declares the `drafter_findings` trait (reads files: call it in a worker)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from eagle_console.engine.builtins import builtin_class_or_none
+
+if TYPE_CHECKING:
+    from eagle_console.engine.runner import Engine
+    from eagle_console.journal import Journal
+    from eagle_console.plan.model import Action, Plan, Step
+
+
+def engine_for(plan: Plan, journal: Journal) -> Engine:
+    """The engine the step and rollback operations run on, for this plan and journal (cheap to build)."""
+    from eagle_console.engine.runner import Engine
+
+    return Engine(plan, journal)
+
+
+def drafter_actions(step: Step | None) -> list[Action]:
+    """The step's check and action whose built-in declares `drafter_findings` (none for shell steps)."""
+    if step is None:
+        return []
+    out = []
+    for action in (step.check, step.action):
+        if action is not None and action.kind == "builtin":
+            cls = builtin_class_or_none(action.uses)
+            if cls is not None and cls.drafter_findings:
+                out.append(action)
+    return out
+
+
+def drafter_lines(plan: Plan, item_id: str | None) -> list[str]:
+    """One line per drafter report: a drafter check (`with.path`) or a vocab comparison (`with.a`, `with.b`)."""
+    out: list[str] = []
+    for action in drafter_actions(plan.step(item_id) if item_id else None):
+        args = action.with_
+        if args.get("path"):
+            out.append(_check_line(args["path"], args.get("target")))
+        elif args.get("a") and args.get("b"):
+            out.append(_vocab_line(args["a"], args["b"]))
+    return out
+
+
+def _check_line(path: str, target: str | None) -> str:
+    from eagle_console.drafter.check import check_drafter
+
+    try:
+        report = check_drafter(Path(path), Path(target) if target else None)
+    except Exception as exc:  # a missing or unreadable drafter is exactly what the operator must see
+        return f"drafter check: cannot check {path}: {exc}"
+    findings = report.get("findings", [])
+    return (f"drafter check {'ok' if report.get('ok') else 'NOT ok'}: "
+            + ("; ".join(f"{f['severity']} {f['code']}" for f in findings) or "no findings"))
+
+
+def _vocab_line(a: str, b: str) -> str:
+    from eagle_console.drafter.vocab import compare_vocab
+
+    try:
+        r = compare_vocab(a, b)
+    except Exception as exc:
+        return f"vocab compare: cannot compare {a} and {b}: {exc}"
+    return f"vocab: {r['positions_differ']} positions differ · {r['meaning']}"

@@ -1,0 +1,250 @@
+"""A followed log on screen: a bounded line buffer drawn row by row, follow/pause, and a regex filter.
+
+`LogView` keeps the last `max_lines` lines in a deque, draws only the visible rows (line API), and takes
+lines in batches (`add_lines`, called once per poll), so a 100k lines/s log costs a few widget updates
+per second.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Callable, Iterable
+
+from rich.segment import Segment
+from rich.style import Style
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widgets import Input
+
+from eagle_console.tui.panes._logview import QuietStatic
+
+MAX_LINES = 10_000
+MAX_WIDTH = 400  # longer lines are cut on screen (the file keeps them whole)
+
+
+def compile_filter(text: str) -> tuple[re.Pattern[str] | None, bool]:
+    """`regex` keeps matching lines, `!regex` drops them; raises re.error on a bad pattern."""
+    text = text.strip()
+    invert = text.startswith("!")
+    if invert:
+        text = text[1:]
+    return (re.compile(text) if text else None), invert
+
+
+class LogLines(ScrollView, can_focus=True):
+    """The visible rows of a bounded line buffer; `styler(line)` colours a line (errors, stages)."""
+
+    DEFAULT_CSS = "LogLines { height: 1fr; }"
+    BINDINGS = [
+        Binding("up", "scroll_up", "Up", show=False),
+        Binding("down", "scroll_down", "Down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("home", "scroll_home", "Top", show=False),
+        Binding("end", "scroll_end", "Bottom", show=False),
+    ]
+
+    def __init__(self, view: LogView, styler: Callable[[str], Style | None] | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.view = view
+        self.styler = styler
+        self.lines: deque[str] = deque(maxlen=view.max_lines)
+        self._width = 0
+
+    def set_lines(self, lines: Iterable[str]) -> None:
+        self.lines = deque(lines, maxlen=self.view.max_lines)
+        self._width = max((len(s) for s in self.lines), default=0)
+        self._resize()
+
+    def extend(self, lines: list[str]) -> int:
+        """Append; returns how many old lines fell off the head."""
+        dropped = max(0, len(self.lines) + len(lines) - self.view.max_lines)
+        self.lines.extend(lines)
+        self._width = max(self._width, max((len(s) for s in lines[-2000:]), default=0))
+        self._resize()
+        return dropped
+
+    def _resize(self) -> None:
+        self.virtual_size = Size(min(self._width, MAX_WIDTH), len(self.lines))
+        self.refresh()
+
+    def render_line(self, y: int) -> Strip:
+        index = self.scroll_offset.y + y
+        width = self.size.width
+        if index >= len(self.lines):
+            return Strip.blank(width, self.rich_style)
+        line = self.lines[index]
+        x = self.scroll_offset.x
+        text = line[x:x + width]
+        style = self.rich_style
+        if self.styler is not None:
+            extra = self.styler(line)
+            if extra is not None:
+                style = style + extra
+        return Strip([Segment(text.ljust(width), style)], width)
+
+    # Scrolling up by hand pauses following; End resumes it.
+    def action_scroll_up(self) -> None:
+        self.view.pause()
+        super().action_scroll_up()
+
+    def action_page_up(self) -> None:
+        self.view.pause()
+        super().action_page_up()
+
+    def action_scroll_home(self) -> None:
+        self.view.pause()
+        super().action_scroll_home()
+
+    def action_scroll_end(self) -> None:
+        self.view.resume()
+
+    def on_mouse_scroll_up(self) -> None:
+        self.view.pause()
+
+
+class LogView(Vertical):
+    """A followed log: bounded buffer, follow/pause with a count of waiting lines, regex filter."""
+
+    DEFAULT_CSS = """
+    LogView { height: 1fr; }
+    LogView > .logview-status { height: 1; color: $text-muted; }
+    LogView > .logview-status.-paused { color: $warning; text-style: bold; }
+    LogView > Input { display: none; height: 3; }
+    LogView > Input.-open { display: block; }
+    """
+
+    def __init__(self, max_lines: int = MAX_LINES, styler: Callable[[str], Style | None] | None = None,
+                 **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.max_lines = max_lines
+        self.buffer: deque[str] = deque(maxlen=max_lines)  # every line received (bounded)
+        self.following = True
+        self.waiting = 0  # lines that arrived while paused and passed the filter
+        self.received = 0  # lines received since the last clear()
+        self.source = ""  # what is followed, for the status line
+        self.filter_text = ""
+        self._pattern: re.Pattern[str] | None = None
+        self._invert = False
+        self._styler = styler
+
+    def compose(self):
+        self.body = LogLines(self, self._styler)
+        self.status = QuietStatic("", classes="logview-status", markup=False)  # shows the filter as typed
+        yield self.body
+        yield self.status
+
+    @property
+    def filter_input(self) -> Input:
+        """The filter box, mounted the first time `/` opens it (an Input costs the first frame ~10 ms)."""
+        found = self.query(Input)
+        if found:
+            return found.first()
+        box = Input(placeholder="filter: regex, !regex hides matches, empty clears")
+        self.mount(box)
+        return box
+
+    def on_mount(self) -> None:
+        self._show_status()
+
+    # ---- feeding (event loop only) ---------------------------------------------------------------
+
+    def clear(self, source: str = "") -> None:
+        self.buffer.clear()
+        self.received = self.waiting = 0
+        self.source = source
+        self.body.set_lines(())
+        self.body.scroll_to(0, 0, animate=False)
+        self._show_status()
+
+    def add_lines(self, lines: list[str], received: int | None = None) -> None:
+        """One batch from a poll: one buffer extend, one repaint. `received`: how many lines the batch
+        stood for, when the caller already dropped the ones that would fall off the buffer anyway."""
+        self.received += len(lines) if received is None else received
+        if not lines:
+            return
+        self.buffer.extend(lines)
+        shown = [s for s in lines if self._passes(s)]
+        if shown:
+            dropped = self.body.extend(shown)
+            if self.following:
+                self.body.scroll_end(animate=False)
+            else:
+                self.waiting += len(shown)
+                if dropped:  # keep the paused view on the same lines as the head falls off
+                    self.body.scroll_to(y=max(0, self.body.scroll_offset.y - dropped), animate=False)
+        self._show_status()
+
+    @property
+    def shown_lines(self) -> list[str]:
+        return list(self.body.lines)
+
+    # ---- follow / filter -------------------------------------------------------------------------
+
+    def pause(self) -> None:
+        if self.following:
+            self.following = False
+            self.waiting = 0
+            self._show_status()
+
+    def resume(self) -> None:
+        self.following = True
+        self.waiting = 0
+        self.body.scroll_end(animate=False)
+        self._show_status()
+
+    def toggle_follow(self) -> None:
+        self.pause() if self.following else self.resume()
+
+    def open_filter(self) -> None:
+        box = self.filter_input
+        box.value = self.filter_text
+        box.add_class("-open")
+        self.call_after_refresh(box.focus)  # a box mounted just now takes focus once it is there
+
+    def set_filter(self, text: str) -> None:
+        """Apply `text` (regex, `!` inverts); raises re.error for a bad pattern."""
+        pattern, invert = compile_filter(text)
+        self._pattern, self._invert, self.filter_text = pattern, invert, text.strip()
+        self.body.set_lines(s for s in self.buffer if self._passes(s))
+        if self.following:
+            self.body.scroll_end(animate=False)
+        self._show_status()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        try:
+            self.set_filter(event.value)
+        except re.error as exc:
+            self.status.update(f"bad filter {event.value!r}: {exc}")
+            return
+        self.filter_input.remove_class("-open")
+        self.body.focus()
+
+    def on_key(self, event) -> None:
+        boxes = self.query(Input)
+        if event.key == "escape" and boxes and boxes.first().has_class("-open"):
+            event.stop()
+            boxes.first().remove_class("-open")
+            self.body.focus()
+
+    def _passes(self, line: str) -> bool:
+        if self._pattern is None:
+            return True
+        return (self._pattern.search(line) is None) if self._invert else (self._pattern.search(line) is not None)
+
+    def _show_status(self) -> None:
+        parts = [self.source or "no log"]
+        parts.append(f"{len(self.body.lines)}/{len(self.buffer)} lines" if self._pattern else f"{len(self.buffer)} lines")
+        if self.filter_text:
+            parts.append(f"filter {self.filter_text}")
+        if self.following:
+            parts.append("following (f pauses)")
+        else:
+            parts.append(f"PAUSED: {self.waiting} new lines (f follows)")
+        self.status.update(" · ".join(parts))
+        self.status.set_class(not self.following, "-paused")

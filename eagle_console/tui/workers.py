@@ -1,0 +1,123 @@
+"""The blocking half of the console's keys and live view: each function runs in a thread worker, calls
+`eagle_console.ops` (or reads the journal) and posts the outcome as a message (`tui.messages`);
+the App's handlers change the widgets on the event loop.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from textual.worker import get_current_worker
+
+from eagle_console.ops import console, notices, rollback, steps
+from eagle_console.tui import messages
+from eagle_console.tui.live import read_snapshot, reload_plan, stamp
+
+if TYPE_CHECKING:
+    from textual.message import Message
+
+    from eagle_console.engine.runner import Engine
+    from eagle_console.plan.model import Plan
+    from eagle_console.tui.context import ConsoleContext
+
+Post = Callable[["Message"], Any]
+JOURNAL_POLL_S = 0.25
+PLAN_POLL_S = 0.5
+RECONCILE_S = 3.0
+
+
+def run_op(post: Post, fn: Callable[..., str], *args: Any) -> None:
+    """An operation that returns the line to notify; a refusal or failure is notified as an error."""
+    try:
+        text = fn(*args)
+    except Exception as exc:
+        post(messages.OpDone(str(exc), "error"))
+        return
+    post(messages.OpDone(text))
+
+
+def choose_next(post: Post, engine: Engine) -> None:
+    post(messages.NextChosen(steps.choose_next(engine)))
+
+
+def plan_rollback(post: Post, engine: Engine, target: str) -> None:
+    choice = rollback.plan_rollback_choice(engine, target)
+    if choice.refused and choice.cascade_refused:
+        post(messages.OpDone(choice.refused, "error"))
+    else:
+        post(messages.RollbackPlanned(choice))
+
+
+def quit_line(post: Post, engine: Engine) -> None:
+    try:
+        line = steps.keep_running_line(steps.running_runs(engine))
+    except Exception as exc:  # quitting must always work
+        line = f"could not list the runs still going: {exc}"
+    post(messages.QuitReady(line))
+
+
+def drafter_findings(post: Post, plan: Plan, step_id: str) -> None:
+    post(messages.DrafterFindings(step_id, console.drafter_lines(plan, step_id)))
+
+
+class Notices:
+    """Journal events since the console opened, announced once each (runs that ended, services that died)."""
+
+    def __init__(self, last_event_id: int) -> None:
+        self._seen = last_event_id  # only what happens from now on is news
+        self._lock = threading.Lock()  # two workers must not announce the same event twice
+
+    def announce(self, post: Post, ctx: ConsoleContext) -> None:
+        with self._lock:
+            events = ctx.journal.events(self._seen)
+            if events:
+                self._seen = max(e.id for e in events)
+        for event in events:
+            notice = notices.event_notice(ctx.plan, event)
+            if notice:
+                post(messages.OpDone(notice[0], notice[1], 8 if notice[1] == "error" else 4))
+
+
+def poll(post: Post, ctx: ConsoleContext, last_id: int | None, state_dir_override: Path | None) -> None:
+    """Until cancelled: the journal every 250 ms, the plan file's stamp every 500 ms, lost runs every 3 s."""
+    worker = get_current_worker()
+    path = ctx.plan_path
+    journal = ctx.journal
+    plan_stamp = stamp(path)
+    next_plan_check = time.monotonic() + PLAN_POLL_S
+    next_reconcile = time.monotonic()
+    while not worker.is_cancelled:
+        try:
+            if ctx.journal is not journal:
+                journal, last_id = ctx.journal, None
+            if time.monotonic() >= next_reconcile:  # runs whose supervisor died become `lost`
+                next_reconcile = time.monotonic() + RECONCILE_S
+                ctx.engine.reconcile()
+            if journal.last_event_id() != last_id:
+                snap = read_snapshot(journal)
+                last_id = snap.event_id
+                post(messages.JournalChanged(snap))
+            if time.monotonic() >= next_plan_check:
+                next_plan_check = time.monotonic() + PLAN_POLL_S
+                now_stamp = stamp(path)
+                if now_stamp != plan_stamp:
+                    plan_stamp = now_stamp
+                    post(_plan_file_changed(ctx, path, state_dir_override))
+        except Exception as exc:  # a locked or closed database, a vanished file: say so, keep polling
+            post(messages.OpDone(f"poll: {type(exc).__name__}: {exc}", "error"))
+            time.sleep(1.0)
+        time.sleep(JOURNAL_POLL_S)
+
+
+def _plan_file_changed(ctx: ConsoleContext, path: Path, state_dir_override: Path | None) -> messages.PlanFileChanged:
+    load = reload_plan(path, state_dir_override)
+    journal = None
+    if load.plan is not None and load.plan.state_dir != ctx.plan.state_dir:
+        from eagle_console.journal import Journal
+
+        journal = Journal.for_plan(load.plan)
+    return messages.PlanFileChanged(load, journal)
