@@ -100,6 +100,8 @@ def cmd_orphans(args: argparse.Namespace) -> int:
     from eagle_console.node.kill import GraceError, resolve_grace, select_targets
     from eagle_console.ops import orphans
 
+    if args.match and args.scope != "match":
+        raise CliError("--match needs --scope match")
     try:
         grace = resolve_grace(args.grace, "--grace")
         select_targets([], args.scope, args.match)  # a bad scope/regex is bad usage, before any scan
