@@ -65,7 +65,8 @@ def test_gpus_without_driver_exits_0_with_reason():
 def test_orphans_lists_then_kills_and_frees(orphaned):
     sim, pids = orphaned
     listed = json.loads(cli("orphans", "--json", "--sim", str(sim)).stdout)
-    assert set(listed) == {"holders", "killed", "survivors", "freed_mib"}
+    assert set(listed) == {"holders", "killed", "survivors", "freed_mib", "error"}  # error: cli.md Additions
+    assert listed["error"] is None
     assert {h["pid"] for h in listed["holders"]} == set(pids)
     assert all(set(h) == HOLDER_KEYS and h["class"] == "orphan" for h in listed["holders"])
     assert listed["killed"] == [] and all(psutil.pid_exists(p) for p in pids)

@@ -98,7 +98,8 @@ def test_supervised_child_never_signals_its_own_ancestors(tmp_path):
         print(json.dumps(kill_holders(holders, grace=5)))
     '''))
     holder_code = f"import os, time; fd = os.open({str(dev / 'nvidia0')!r}, os.O_RDONLY); print('ready', flush=True); time.sleep(60)"
-    bystander = subprocess.Popen([sys.executable, "-c", holder_code], stdout=subprocess.PIPE)
+    # its own session: one in the killer's session would be protected ("in the console's session")
+    bystander = subprocess.Popen([sys.executable, "-c", holder_code], stdout=subprocess.PIPE, start_new_session=True)
     bystander.stdout.readline()
     parent_code = (f"import os, subprocess, sys; fd = os.open({str(dev / 'nvidia0')!r}, os.O_RDONLY); "
                    f"sys.exit(subprocess.run([sys.executable, {str(killer)!r}]).returncode)")
@@ -130,7 +131,7 @@ def test_pid_reuse_guard_spares_the_new_process(tmp_path):
     for _ in range(20):  # other processes on the machine may take the pid first: retry
         with open(last_pid, "w") as f:
             f.write(str(holder.pid - 1))
-        cand = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        cand = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
         if cand.pid == holder.pid:
             new = cand
             break
@@ -163,7 +164,8 @@ def test_other_users_need_root_and_explicit_selection(request):
     python = "/usr/bin/python3"  # the venv's interpreter may not be readable by another user
     if not Path(python).exists():
         pytest.skip("no system python3 to run as another user")
-    other = subprocess.Popen([python, "-c", code], stdout=subprocess.PIPE, user=65534, group=65534)
+    other = subprocess.Popen([python, "-c", code], stdout=subprocess.PIPE, user=65534, group=65534,
+                             start_new_session=True)
     try:
         assert other.stdout.readline().strip() == b"ready"
         (h,) = scan_holders(None, device_prefix=str(dev.resolve() / "nvidia"))

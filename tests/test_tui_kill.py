@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
 
 import psutil
 import pytest
+from enginekit import engine_for, wait_for, write_plan
 from test_tui_panes_gpus import make_ctx, stop_pids, until
 
 from eagle_console.sim import gpustate
@@ -18,8 +20,12 @@ pytest.importorskip("textual")
 from textual.app import App  # noqa: E402
 
 from eagle_console.ops.orphans import KillRecord  # noqa: E402
+from eagle_console.tui.context import ConsoleContext  # noqa: E402
 from eagle_console.tui.panes.gpus import GpuPane  # noqa: E402
 from eagle_console.tui.screens.kill import KillScreen  # noqa: E402
+
+HOLD = ("import sys, signal\nfrom eagle_console.sim import gpustate\n"
+        "gpustate.hold({sim!r}, {{{gpu}: {mib}}})\nprint('up', flush=True)\nsignal.pause()")
 
 
 class KillApp(App):
@@ -38,10 +44,10 @@ def node(tmp_path, monkeypatch, request):
     sim = tmp_path / "sim"
     gpustate.create_node(sim)
     orphans = leave_orphans(sim, 2)
-    # a live holder that is not an orphan (its parent is this test): listed, not preselected
-    other = subprocess.Popen([sys.executable, "-c", "import sys, signal\nfrom eagle_console.sim import gpustate\n"
-                              f"gpustate.hold({str(sim)!r}, {{1: 2048}})\nprint('up', flush=True)\nsignal.pause()"],
-                             stdout=subprocess.PIPE, text=True)
+    # a live holder that is not an orphan (its parent is this test): listed, not preselected; in a session
+    # of its own, as someone's notebook would be (one in the console's session is never signalled)
+    other = subprocess.Popen([sys.executable, "-c", HOLD.format(sim=str(sim), gpu=1, mib=2048)],
+                             stdout=subprocess.PIPE, text=True, start_new_session=True)
     assert other.stdout.readline().strip() == "up"
     request.addfinalizer(lambda: (stop_pids(orphans + [other.pid]), other.wait()))
     return sim, orphans, other.pid
@@ -135,3 +141,71 @@ def test_a_negative_grace_is_shown_and_nothing_is_killed(tmp_path, node, monkeyp
     asyncio.run(main())
     assert all(psutil.pid_exists(p) for p in orphans)
     assert [e for e in ctx.journal.events() if e.kind == "kill"] == []
+
+
+def test_a_tracked_server_needs_a_second_yes_naming_its_step(tmp_path, monkeypatch, request):
+    """A live run's server (step 0.3) selected by hand: Enter asks again, naming the step; Enter alone (the
+    default answer, no) keeps it running; `y` kills it. It used to die on the first Enter."""
+    monkeypatch.delenv("EAGLE_CONSOLE_GPU_BACKEND", raising=False)
+    monkeypatch.setenv("EAGLE_CONSOLE_KILL_GRACE", "1")
+    sim = tmp_path / "sim"
+    gpustate.create_node(sim)
+    code = HOLD.format(sim=str(sim), gpu=2, mib=3000.0)
+    path = write_plan(tmp_path, f'[[phase]]\nid = "0"\ntitle = "P"\n\n[[phase.step]]\nid = "0.3"\n'
+                                f'title = "Server"\nrun = {json.dumps([sys.executable, "-c", code])}\n')
+    eng = engine_for(path)
+    run_id = eng.start("0.3")
+    server = wait_for(lambda: next((h.pid for h in gpustate.holders(sim)), None), timeout=30)
+    request.addfinalizer(lambda: (stop_pids([server]), eng.wait(run_id, timeout=30)))
+    ctx = ConsoleContext(plan_path=path, plan=eng.plan, journal=eng.journal, sim_dir=sim)
+    app = KillApp(ctx)
+
+    async def main() -> None:
+        async with app.run_test(size=(120, 40)) as pilot:
+            screen = KillScreen(ctx)
+            app.push_screen(screen)
+            await until(pilot, lambda: screen.state == "choosing", what="scan")
+            (row,) = [i for i, h in enumerate(screen.holders) if h.pid == server]
+            assert screen.holders[row].cls == "tracked" and not screen.selected
+            screen.query_one("DataTable").move_cursor(row=row)
+            await pilot.press("space")
+            await pilot.press("enter")
+            assert screen.state == "confirming"
+            question = str(screen.query_one("#kill-progress").render())
+            assert f"pid {server} belongs to step 0.3 (running): kill it anyway? y/N" in question
+            await pilot.press("enter")  # no
+            assert screen.state == "choosing" and psutil.pid_exists(server)
+            await pilot.press("enter")
+            await pilot.press("y")
+            await until(pilot, lambda: screen.state == "done", timeout=30, what="kill done")
+            assert screen.report.killed == [server]
+
+    asyncio.run(main())
+    kills = [e for e in ctx.journal.events() if e.kind == "kill"]
+    assert len(kills) == 1 and kills[0].data["killed"] == [server]
+
+
+def test_a_holder_in_the_consoles_session_is_shown_refused(tmp_path, monkeypatch, request):
+    """A GPU holder this console's session started (its terminal's job) cannot be selected."""
+    monkeypatch.delenv("EAGLE_CONSOLE_GPU_BACKEND", raising=False)
+    sim = tmp_path / "sim"
+    gpustate.create_node(sim)
+    helper = subprocess.Popen([sys.executable, "-c", HOLD.format(sim=str(sim), gpu=1, mib=512)],
+                              stdout=subprocess.PIPE, text=True)
+    request.addfinalizer(lambda: (helper.kill(), helper.wait()))
+    assert helper.stdout.readline().strip() == "up"
+    ctx = make_ctx(tmp_path, sim)
+    app = KillApp(ctx)
+
+    async def main() -> None:
+        async with app.run_test(size=(120, 40)) as pilot:
+            screen = KillScreen(ctx)
+            app.push_screen(screen)
+            await until(pilot, lambda: screen.state == "choosing", what="scan")
+            assert screen.refused == {helper.pid: "in the console's session"}
+            await pilot.press("space")
+            assert not screen.selected
+            assert "in the console's session" in str(screen.query_one("#kill-progress").render())
+
+    asyncio.run(main())
+    assert helper.poll() is None

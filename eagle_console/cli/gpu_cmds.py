@@ -19,6 +19,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("plan", nargs="?", help="plan whose runs count as tracked (optional)")
     add_json(p)
     p.add_argument("--kill", action="store_true", help="SIGTERM the orphans, SIGKILL them after --grace")
+    p.add_argument("--scope", choices=("orphans", "all", "match"), default="orphans",
+                   help="what --kill signals: orphans (default), every holder with GPU memory, or --match")
+    p.add_argument("--match", action="append", default=[], metavar="REGEX",
+                   help="with --scope match: command lines to kill (repeatable)")
+    p.add_argument("--include-tracked", action="store_true",
+                   help="let --scope all/match kill processes of a live run too (its step fails)")
     p.add_argument("--yes", action="store_true", help="do not ask before killing")
     p.add_argument("--grace", default=None,
                    help="time between SIGTERM and SIGKILL: 10, 10s, 1m30s (default $EAGLE_CONSOLE_KILL_GRACE or 10s)")
@@ -69,46 +75,63 @@ def _journal(args: argparse.Namespace) -> Any:
     return open_journal(load_plan(args.plan, args.state_dir))
 
 
-def _confirm(targets: list) -> bool:
+def _confirm(targets: list, scope: str) -> bool:
     if not sys.stdin.isatty():
         raise CliError("--kill needs --yes when not run from a terminal")
     pids = " ".join(str(h.pid) for h in targets)
-    answer = input(f"send SIGTERM to {len(targets)} orphan(s) ({pids})? [y/N] ")
+    what = "orphan(s)" if scope == "orphans" else "process(es)"
+    answer = input(f"send SIGTERM to {len(targets)} {what} ({pids})? [y/N] ")
     return answer.strip().lower() in ("y", "yes")
 
 
-def _print_holders(holders: list) -> None:
+def _print_holders(holders: list, refused: dict[int, str]) -> None:
     for h in holders:
         print(f"{h.pid:>7} ppid {h.ppid if h.ppid is not None else '?':>7} {h.user or '?':<8} "
               f"gpus {','.join(map(str, h.gpus)) or '-':<7} {_na(h.used_mib):>8} MiB {h.cls:<7} "
               f"{h.owner or '-':<6} {h.reason or '':<28} {h.command[:70]}")
+        if h.pid in refused:
+            print(f"{'':>7} not signalled: {refused[h.pid]}")
     if not holders:
         print("no GPU holders")
 
 
 def cmd_orphans(args: argparse.Namespace) -> int:
-    from eagle_console.node.kill import GraceError, resolve_grace
+    """Exit 1 when the GPUs could not be read (the listing may miss holders) or a process survived."""
+    from eagle_console.node.kill import GraceError, resolve_grace, select_targets
     from eagle_console.ops import orphans
 
+    if args.match and args.scope != "match":
+        raise CliError("--match needs --scope match")
     try:
         grace = resolve_grace(args.grace, "--grace")
-    except GraceError as exc:
+        select_targets([], args.scope, args.match)  # a bad scope/regex is bad usage, before any scan
+    except (GraceError, ValueError) as exc:
         raise CliError(str(exc)) from None
     journal = _journal(args)
+    doc: dict[str, Any] = {"holders": [], "killed": [], "survivors": [], "freed_mib": {}, "error": None}
     try:
-        with orphans.scan(sim_dir(args), journal) as found:
-            doc: dict[str, Any] = {"holders": [h.to_dict() for h in found.holders], "killed": [],
-                                   "survivors": [], "freed_mib": {}}
+        try:
+            found = orphans.scan(sim_dir(args), journal)
+        except Exception as exc:  # the backend failed outright: say so in the document, not as a traceback
+            doc["error"] = f"cannot scan GPU holders: {exc}"
+            return _finish(args, doc)
+        with found:
+            doc["error"] = found.error
             if found.error and not args.json:
                 print(f"{found.backend_name}: {found.error}", file=sys.stderr)
+            targets = orphans.choose(found, args.scope, args.match)
+            skipped = {} if args.include_tracked else {
+                h.pid: f"tracked by step {h.owner}: --include-tracked to kill it" for h in targets if h.cls == "tracked"}
+            targets = [h for h in targets if h.pid not in skipped]
+            refused = {**skipped, **found.refused}
+            doc["holders"] = [_holder_dict(h, refused.get(h.pid)) for h in found.holders]
             if not args.json:
-                _print_holders(found.holders)
-            targets = orphans.choose(found, "orphans")
-            if args.kill and targets and (args.yes or _confirm(targets)):
+                _print_holders(found.holders, refused)
+            if args.kill and targets and (args.yes or _confirm(targets, args.scope)):
                 def say(msg: str) -> None:
                     print(msg, file=sys.stderr if args.json else sys.stdout, flush=True)
 
-                record = orphans.kill(found, targets, grace=grace, scope="orphans", face="cli", journal=journal,
+                record = orphans.kill(found, targets, grace=grace, scope=args.scope, face="cli", journal=journal,
                                       say=say)
                 doc.update(killed=record.killed, survivors=record.survivors, freed_mib=record.freed_mib)
                 if not args.json:
@@ -116,6 +139,20 @@ def cmd_orphans(args: argparse.Namespace) -> int:
     finally:
         if journal is not None:
             journal.close()
+    return _finish(args, doc)
+
+
+def _holder_dict(h: Any, refused: str | None) -> dict[str, Any]:
+    """cli.md's holder; one never signalled says why in its `reason`."""
+    d = h.to_dict()
+    if refused and refused != d["reason"]:
+        d["reason"] = f"{d['reason']}; not signalled: {refused}" if d["reason"] else f"not signalled: {refused}"
+    return d
+
+
+def _finish(args: argparse.Namespace, doc: dict[str, Any]) -> int:
     if args.json:
         print_json(doc)
-    return 1 if doc["survivors"] else 0
+    elif doc["error"] and not doc["holders"]:
+        print(doc["error"], file=sys.stderr)
+    return 1 if doc["survivors"] or doc["error"] else 0

@@ -3,8 +3,9 @@
 Signals go through the psutil.Process objects kept from the listing: psutil refuses a pid that was
 reused since (create time differs), so a recycled pid is never hit. Some processes are never signalled
 whatever the caller asks: PID 1, this process and its ancestors (the supervisor, the console, the
-shell), processes outside this PID namespace, and other users' processes unless we are root and the
-operator picked them one by one.
+shell), every eagle-console process (consoles, CLIs, supervisors and built-in actions of any run),
+anything in the session of this process or of a console, processes outside this PID namespace, and
+other users' processes unless we are root and the operator picked them one by one.
 
 The grace between SIGTERM and SIGKILL is parsed here once, for every face (`--grace`, `with.grace`,
 EAGLE_CONSOLE_KILL_GRACE) and for the engine's timeouts and rollbacks.
@@ -17,11 +18,12 @@ import re
 import signal
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import psutil
 
-from eagle_console.node.procs import Holder
+from eagle_console.node.procs import Holder, eagle_console_kind
 
 if TYPE_CHECKING:
     from eagle_console.node.gpus import GpuBackend
@@ -73,6 +75,46 @@ def protected_pids() -> set[int]:
     return pids
 
 
+@dataclass(frozen=True)
+class Protection:
+    """The processes no kill may signal, whatever its scope, read from the node when the kill is decided.
+
+    ancestors: PID 1, this process and its ancestors (the supervisor of the run doing the kill).
+    consoles: every eagle-console process: a console, a CLI (`run --wait`), a supervisor or a built-in
+    action of any run (by command line, or a supervisor the journal recorded).
+    sessions: this process's session and the sessions of the consoles and CLIs (their terminal, their
+    helpers); not the sessions of supervisors and actions, which are the runs' own and hold their servers.
+    """
+
+    ancestors: frozenset[int]
+    consoles: frozenset[int]
+    sessions: frozenset[int]
+
+
+def protection(consoles: Iterable[int] = ()) -> Protection:
+    """Scan the node for eagle-console processes; `consoles` adds pids known otherwise (the journal's
+    live supervisors), so a console whose command line cannot be read is still spared."""
+    found = set(consoles)
+    sessions = {_sid(os.getpid())}
+    for proc in psutil.process_iter(["cmdline"]):
+        argv = proc.info.get("cmdline") or []
+        kind = eagle_console_kind(argv)
+        if kind is None:
+            continue
+        found.add(proc.pid)
+        if kind == "console":
+            sessions.add(_sid(proc.pid))
+    # None: gone or unreadable; 0: kernel threads, no session to protect
+    return Protection(frozenset(protected_pids()), frozenset(found), frozenset(s for s in sessions if s))
+
+
+def _sid(pid: int) -> int | None:
+    try:
+        return os.getsid(pid)
+    except OSError:
+        return None
+
+
 def _current_user() -> str | None:
     try:
         return psutil.Process().username()
@@ -80,17 +122,21 @@ def _current_user() -> str | None:
         return None
 
 
-def refusal(h: Holder, explicit: Iterable[int] = (), protected: set[int] | None = None) -> str | None:
+def refusal(h: Holder, explicit: Iterable[int] = (), protected: Protection | None = None) -> str | None:
     """Why `h` must not be signalled, or None if it may be."""
-    protected = protected_pids() if protected is None else protected
+    protected = protection() if protected is None else protected
     if not h.in_namespace or h.proc is None:
         return "not in this PID namespace" if not h.in_namespace else "process not readable"
     if h.pid == 1:
         return "PID 1"
     if h.pid == os.getpid():
         return "this process"
-    if h.pid in protected:
+    if h.pid in protected.consoles:
+        return "eagle-console process"
+    if h.pid in protected.ancestors:
         return "an ancestor of this process"
+    if h.sid is not None and h.sid in protected.sessions:
+        return "in the console's session"
     me = _current_user()
     if h.user is not None and me is not None and h.user != me:
         if os.geteuid() != 0:
@@ -145,12 +191,14 @@ def _used_by_gpu(backend: GpuBackend | None) -> tuple[dict[int, float], set[int]
 
 def kill_holders(holders: list[Holder], *, backend: GpuBackend | None = None, grace: float = 10.0,
                  sig: int = signal.SIGTERM, explicit: Iterable[int] = (), progress: Progress | None = None,
-                 release_timeout: float = 30.0, say: Callable[[str], None] | None = None) -> dict[str, Any]:
+                 release_timeout: float = 30.0, say: Callable[[str], None] | None = None,
+                 consoles: Iterable[int] = ()) -> dict[str, Any]:
     """Stop `holders`; returns the plain dict the caller journals:
     {"killed": [pid], "survivors": [pid], "freed_mib": {"0": MiB}, "refused": [{"pid", "reason"}]}.
+    `consoles` are eagle-console pids known to the caller (live supervisors in the journal).
     """
     say = say or (lambda _msg: None)
-    protected = protected_pids()
+    protected = protection(consoles)  # read again now: a console may have started since the scan
     targets: list[Holder] = []
     refused: list[dict[str, Any]] = []
     for h in holders:

@@ -149,14 +149,44 @@ def scan_device_links(prefix: str = "/dev/nvidia", proc_root: str = "/proc") -> 
 
 def is_console_command(command: str) -> bool:
     """The console's own processes (a TUI or CLI with NVML open) are never orphans; its sim workers are."""
-    argv = command.split()
-    if any(a.rsplit("/", 1)[-1] == "eagle-console" for a in argv[:2]):
-        return True
-    if "-m" in argv[:3]:
-        i = argv.index("-m")
-        module = argv[i + 1] if i + 1 < len(argv) else ""
-        return module.startswith("eagle_console") and not module.startswith("eagle_console.sim")
-    return False
+    return eagle_console_kind(command.split()) is not None
+
+
+_PYTHON_OPTS_WITH_ARG = {"-W", "-X", "-Q"}
+
+
+def eagle_console_kind(argv: list[str]) -> str | None:
+    """"engine" for a supervisor or built-in action, "console" for a console or CLI, None for anything
+    else (the simulated node's workers and servers included: they stand in for SGLang and are fair game).
+
+    Recognised: `python [opts] -m eagle_console[.x]`, and `[python [opts]] .../eagle-console ...`.
+    """
+    if not argv:
+        return None
+    if argv[0].rsplit("/", 1)[-1] == "eagle-console":
+        return "console"
+    i = 1  # past the interpreter, through its options, to `-m MODULE` or the script
+    while i < len(argv) and argv[i].startswith("-"):
+        opt = argv[i]
+        if opt == "-m":
+            module = argv[i + 1] if i + 1 < len(argv) else ""
+            return _module_kind(module)
+        if opt.startswith("-m") and len(opt) > 2:  # python -meagle_console
+            return _module_kind(opt[2:])
+        if opt == "-c":
+            return None
+        i += 2 if opt in _PYTHON_OPTS_WITH_ARG else 1
+    if i < len(argv) and argv[i].rsplit("/", 1)[-1] == "eagle-console":
+        return "console"
+    return None
+
+
+def _module_kind(module: str) -> str | None:
+    if module != "eagle_console" and not module.startswith("eagle_console."):
+        return None
+    if module.startswith("eagle_console.sim"):
+        return None
+    return "engine" if module.startswith("eagle_console.engine") else "console"
 
 
 def _command(proc: psutil.Process) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from eagle_console.node.kill import Progress, kill_holders, protected_pids, refusal, select_targets
+from eagle_console.node.kill import Progress, kill_holders, protection, refusal, select_targets
 from eagle_console.node.procs import Holder, scan_holders, tracked_runs
 
 if TYPE_CHECKING:
@@ -34,6 +34,7 @@ class HolderScan:
     backend_name: str
     error: str | None  # the backend's sample error (no driver, a GPU that did not answer)
     backend: GpuBackend = field(repr=False)
+    supervisors: frozenset[int] = frozenset()  # live supervisors the journal recorded: never signalled
 
     @property
     def unavailable(self) -> bool:
@@ -59,12 +60,27 @@ def scan(sim_dir: Path | None, journal: Journal | None = None) -> HolderScan:
         sample = backend.sample()
         tracked = tracked_runs(journal) if journal is not None else []
         holders = scan_holders(sample, tracked, device_prefix=backend.device_prefix)
-        protected = protected_pids()
+        supervisors = journal_supervisors(journal) if journal is not None else frozenset()
+        protected = protection(supervisors)
         refused = {h.pid: why for h in holders if (why := refusal(h, (), protected))}
     except BaseException:
         backend.close()
         raise
-    return HolderScan(holders, refused, sample.backend, sample.error, backend)
+    return HolderScan(holders, refused, sample.backend, sample.error, backend, supervisors)
+
+
+def journal_supervisors(journal: Journal) -> frozenset[int]:
+    """The supervisors of the journal's runs that are still alive (same pid *and* create time): an
+    eagle-console process even where its command line does not say so."""
+    from eagle_console.engine.procs import alive
+
+    return frozenset(r.supervisor_pid for r in journal.runs()
+                     if r.supervisor_pid and alive(r.supervisor_pid, r.supervisor_ctime))
+
+
+def tracked_note(h: Holder) -> str:
+    """The second question's subject: `pid 1234 belongs to step 0.3 (running)`."""
+    return f"pid {h.pid} belongs to step {h.owner} (running)"
 
 
 def choose(found: HolderScan, scope: str = "orphans", match: Iterable[str] = (),
@@ -137,7 +153,8 @@ def kill(found: HolderScan, targets: list[Holder], *, grace: float, scope: str, 
 
     if face not in FACES:
         raise ValueError(f"face must be one of {', '.join(FACES)}, not {face!r}")
-    report = kill_holders(targets, backend=found.backend, grace=grace, sig=sig, progress=progress, say=say)
+    report = kill_holders(targets, backend=found.backend, grace=grace, sig=sig, progress=progress, say=say,
+                          consoles=found.supervisors)
     record = KillRecord(who=current_operator(), scope=scope, face=face, step_id=step_id, run_id=run_id,
                         killed=report["killed"], survivors=report["survivors"], gone=report["gone"],
                         refused=report["refused"], freed_mib=report["freed_mib"])

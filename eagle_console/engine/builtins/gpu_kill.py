@@ -78,7 +78,7 @@ class GpuKill(Builtin):
                 if found.error:
                     ctx.say(f"GPU backend {found.backend_name}: {found.error}")
                 targets = orphans.choose(found, scope, match, gpus)
-                self._say_holders(ctx, found.holders, {t.pid for t in targets})
+                self._say_holders(ctx, found.holders, {t.pid for t in targets}, found.refused)
                 if not targets:
                     ctx.say(f"nothing to kill in scope {scope!r}")
                     ctx.result("killed", 0)
@@ -106,8 +106,12 @@ class GpuKill(Builtin):
         return 0
 
     @staticmethod
-    def _say_holders(ctx: ActionContext, holders: list, chosen: set[int]) -> None:
+    def _say_holders(ctx: ActionContext, holders: list, chosen: set[int], refused: dict[int, str]) -> None:
+        """One line per holder: `*` in scope, `x` never signalled (the reason follows), blank otherwise."""
         for h in holders:
-            mark = "*" if h.pid in chosen else " "
+            why = refused.get(h.pid)
+            mark = "x" if why else "*" if h.pid in chosen else " "
             ctx.say(f"{mark} {h.pid:>7} gpus {','.join(map(str, h.gpus)) or '-':<7} "
                     f"{(h.used_mib or 0):>8.0f} MiB {h.cls:<7} {h.reason or '':<28} {h.command[:70]}")
+            if why:
+                ctx.say(f"          refused {h.pid}: {why}")

@@ -2,8 +2,10 @@
 then SIGTERM → grace countdown → SIGKILL in a worker, and the result (killed, survivors, MiB freed).
 
 The scan and the kill (ops.orphans) run in thread workers; the countdown comes back through `call_from_thread`.
-Holders that `kill.refusal` protects (PID 1, the console and its ancestors, other users, other PID
-namespaces) are shown with the reason and cannot be selected.
+Holders that `kill.refusal` protects (PID 1, the console and its ancestors, every eagle-console process,
+the console's session, other users, other PID namespaces) are shown with the reason and cannot be
+selected. A selection with a tracked process (a live run's server) asks a second question naming the
+step; only `y` answers it, Enter alone keeps the selection and kills nothing.
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ class KillScreen(ModalScreen[KillRecord | None]):
     BINDINGS = [
         Binding("space", "toggle", "Select", priority=True),
         Binding("enter", "kill", "Kill selected", priority=True),
+        Binding("y", "answer(True)", "Yes", show=False),
+        Binding("n", "answer(False)", "No", show=False),
         Binding("escape", "close", "Close"),
         Binding("q", "close", "Close", show=False),
     ]
@@ -75,7 +79,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
         self.holders: list[Holder] = []
         self.refused: dict[int, str] = {}
         self.selected: set[int] = set()
-        self.state = "scanning"  # scanning | choosing | killing | done
+        self.state = "scanning"  # scanning | choosing | confirming (a tracked one) | killing | done
         self.report: KillRecord | None = None
         self._found: HolderScan | None = None
 
@@ -181,6 +185,9 @@ class KillScreen(ModalScreen[KillRecord | None]):
         if self.state == "done":
             self.action_close()
             return
+        if self.state == "confirming":  # Enter is the default answer to the second question: no
+            self.action_answer(False)
+            return
         if self.state != "choosing":
             return
         if self.ctx.readonly:
@@ -193,12 +200,42 @@ class KillScreen(ModalScreen[KillRecord | None]):
         if not targets:
             self.query_one("#kill-progress", Static).update("select at least one process (space)")
             return
+        tracked = [h for h in targets if h.cls == "tracked"]
+        if tracked:
+            self._ask(tracked)
+            return
+        self._start_kill(targets)
+
+    def _ask(self, tracked: list[Holder]) -> None:
+        """The second question: a live run's process is not an orphan, killing it fails its step."""
+        from eagle_console.ops.orphans import tracked_note
+
+        self.state = "confirming"
+        them = "them" if len(tracked) > 1 else "it"
+        question = "; ".join(tracked_note(h) for h in tracked) + f": kill {them} anyway? y/N"
+        self.query_one("#kill-progress", Static).update(Text(question, style="bold red"))
+        self.query_one("#kill-hint", Static).update("y kill · n / enter / esc keep it running")
+
+    def action_answer(self, yes: bool) -> None:
+        if self.state != "confirming":
+            return
+        if yes:
+            self._start_kill(self.chosen())
+            return
+        self.state = "choosing"
+        self.query_one("#kill-progress", Static).update("not killed: the tracked process keeps running")
+        self.query_one("#kill-hint", Static).update("space select · enter send SIGTERM · esc close")
+
+    def _start_kill(self, targets: list[Holder]) -> None:
         self.state = "killing"
         self.query_one("#kill-hint", Static).update("killing… (the dialog closes when it is done)")
         self.query_one("#kill-progress", Static).update(f"SIGTERM sent · SIGKILL in {self.grace:.0f}s")
         self.run_worker(lambda: self._kill(targets), thread=True, group="kill-run", exit_on_error=False)
 
     def action_close(self) -> None:
+        if self.state == "confirming":
+            self.action_answer(False)
+            return
         if self.state == "killing":  # the kill finishes and journals first
             self.query_one("#kill-progress", Static).update("still killing: wait for the result")
             return

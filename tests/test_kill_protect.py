@@ -1,0 +1,209 @@
+"""Kills never hit eagle-console itself (issue #15): a `gpu.kill` with a scope that matches every Python
+process, run by `eagle-console run --wait` while a console is open, kills the sim workers and spares the
+CLI, the supervisor, the console and what shares the console's session. Also `orphans --kill` and tracked
+processes, and `orphans --json` on a backend error."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import psutil
+import pytest
+from enginekit import engine_for, wait_for, write_plan
+from test_tui_panes_gpus import stop_pids
+
+from eagle_console.journal import Journal
+from eagle_console.node.procs import eagle_console_kind
+from eagle_console.ops.orphans import KillRecord, journal_supervisors
+from eagle_console.sim import gpustate
+from eagle_console.sim.orphans import leave_orphans
+
+HOLD_ENV = "EAGLE_TEST_HOLD_GPU"
+# Imported by every Python started with this folder on PYTHONPATH: with HOLD_ENV set, the process holds
+# 100 MiB of sim GPU 0 (opens its device files), as a console with NVML open does on the real node.
+SITECUSTOMIZE = f"""
+import os
+_spec = os.environ.get({HOLD_ENV!r})
+if _spec:
+    from eagle_console.sim import gpustate
+    gpustate.hold(_spec, {{0: 100.0}})
+"""
+KILL_EVERYTHING_PLAN = """
+    [[phase]]
+    id = "0"
+    title = "P"
+      [[phase.step]]
+      id = "0.1"
+      title = "Kill every Python on the GPUs"
+      uses = "gpu.kill"
+      with = { scope = "match", match = ["eagle_console|sglang|python"], grace = "1s" }
+      confirm = false
+"""
+HOLDER_CODE = ("import signal, sys\nfrom eagle_console.sim import gpustate\n"
+               "gpustate.hold(sys.argv[1], {{{gpu}: {mib}}})\nprint('up', flush=True)\nsignal.pause()")
+
+
+@pytest.fixture
+def sim(tmp_path, monkeypatch):
+    monkeypatch.delenv("EAGLE_CONSOLE_GPU_BACKEND", raising=False)
+    d = tmp_path / "sim"
+    gpustate.create_node(d)
+    monkeypatch.setenv("EAGLE_CONSOLE_SIM", str(d))
+    return d
+
+
+def holding_env(tmp_path: Path, sim: Path) -> dict[str, str]:
+    site = tmp_path / "site"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    return {**os.environ, HOLD_ENV: str(sim), "PYTHONPATH": f"{site}{os.pathsep}{os.environ['PYTHONPATH']}",
+            "TERM": "xterm-256color"}
+
+
+def open_console(plan: Path, sim: Path, env: dict[str, str]) -> subprocess.Popen:
+    """The real console on a pty, in this test's session (not a session of its own)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "eagle_console", "tui", str(plan), "--sim", str(sim)],
+                            stdin=slave, stdout=slave, stderr=slave, env=env)
+    os.close(slave)
+
+    def drain() -> None:  # a full pty would block the console's writes
+        while True:
+            try:
+                if not os.read(master, 65536):
+                    return
+            except OSError:
+                return
+
+    threading.Thread(target=drain, daemon=True).start()
+    return proc
+
+
+def held_by(sim: Path) -> set[int]:
+    return {h.pid for h in gpustate.holders(sim)}
+
+
+def start_holder(sim: Path, gpu: int, mib: float) -> subprocess.Popen:
+    """A Python holding a GPU in this test's session: started from the console's session."""
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER_CODE.format(gpu=gpu, mib=mib), str(sim)],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "up"
+    return proc
+
+
+def test_gpu_kill_matching_python_spares_cli_supervisor_console_and_its_session(tmp_path, sim, request):
+    plan = write_plan(tmp_path, KILL_EVERYTHING_PLAN)
+    env = holding_env(tmp_path, sim)
+    workers = leave_orphans(sim, 2)
+    request.addfinalizer(lambda: stop_pids(workers))
+    console = open_console(plan, sim, env)
+    request.addfinalizer(lambda: (console.kill(), console.wait()))
+    helper = start_holder(sim, 1, 500.0)
+    request.addfinalizer(lambda: (helper.kill(), helper.wait()))
+    wait_for(lambda: console.pid in held_by(sim), timeout=60)
+
+    cli = subprocess.Popen([sys.executable, "-m", "eagle_console", "run", str(plan), "0.1", "--yes", "--wait"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    out, err = cli.communicate(timeout=120)
+    assert cli.returncode == 0, out + err  # it was there to see the end: not killed
+
+    journal = Journal.for_plan(engine_for(plan).plan)
+    try:
+        (run,) = journal.runs("0.1")
+        (event,) = [e for e in journal.events() if e.kind == "kill"]
+    finally:
+        journal.close()
+    record = KillRecord.from_event(event)
+    assert sorted(record.killed) == sorted(workers) and record.survivors == []
+    refused = {r["pid"]: r["reason"] for r in record.refused}
+    assert refused == {cli.pid: "eagle-console process", run.supervisor_pid: "eagle-console process",
+                       console.pid: "eagle-console process", helper.pid: "in the console's session"}
+    assert console.poll() is None and helper.poll() is None
+    log = Path(run.log).read_text()
+    assert f"refused {cli.pid}: eagle-console process" in log
+    assert f"refused {helper.pid}: in the console's session" in log
+    assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in workers)
+
+
+@pytest.mark.parametrize(("argv", "kind"), [
+    ("/opt/venv/bin/python -u -X dev -m eagle_console run plan.toml 0.1 --wait", "console"),
+    ("python3 -meagle_console.cli orphans", "console"),
+    ("python -m eagle_console.engine.supervise /x/spec.json --detach", "engine"),
+    ("python -m eagle_console.engine.action --spec /x/a.json", "engine"),
+])
+def test_eagle_console_processes_are_told_by_their_command_line(argv, kind):
+    """Interpreter options before `-m`, `-mMODULE`, and the run's own processes (whose sessions are the
+    runs', not a console's); test_procs_classify covers the plain forms and the sim's workers."""
+    assert eagle_console_kind(argv.split()) == kind
+
+
+def test_a_supervisor_the_journal_recorded_is_protected_whatever_its_command_line(tmp_path, sim, request):
+    """A live supervisor recorded in the journal is an eagle-console process even when its command line
+    says nothing (a renamed interpreter, a zipapp): `orphans --kill --scope match` leaves it alone."""
+    plan = write_plan(tmp_path, KILL_EVERYTHING_PLAN)
+    eng = engine_for(plan)
+    sup = subprocess.Popen([sys.executable, "-c", HOLDER_CODE.format(gpu=4, mib=800.0), str(sim)],
+                           stdout=subprocess.PIPE, text=True, start_new_session=True)
+    request.addfinalizer(lambda: (sup.kill(), sup.wait()))
+    assert sup.stdout.readline().strip() == "up"
+    run_id = eng.journal.begin_run("0.1", command="gpu.kill", log=None)
+    eng.journal.record_proc(run_id, "0.1", supervisor_pid=sup.pid, supervisor_ctime=psutil.Process(sup.pid).create_time())
+    assert journal_supervisors(eng.journal) == {sup.pid}
+    out = subprocess.run([sys.executable, "-m", "eagle_console", "orphans", str(plan), "--json", "--kill", "--yes",
+                          "--scope", "match", "--match", "python", "--grace", "1s", "--sim", str(sim)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    (listed,) = [h for h in doc["holders"] if h["pid"] == sup.pid]
+    assert listed["reason"].endswith("not signalled: eagle-console process")
+    assert doc["killed"] == [] and sup.poll() is None
+
+
+def test_orphans_kill_scope_all_spares_a_tracked_process_unless_included(tmp_path, sim, request):
+    plan = write_plan(tmp_path, f"""
+        [[phase]]
+        id = "0"
+        title = "P"
+          [[phase.step]]
+          id = "0.3"
+          title = "Server"
+          run = {json.dumps([sys.executable, "-c", HOLDER_CODE.format(gpu=2, mib=3000.0), str(sim)])}
+    """)
+    eng = engine_for(plan)
+    run_id = eng.start("0.3")
+    server = wait_for(lambda: next(iter(held_by(sim)), None), timeout=30)
+    request.addfinalizer(lambda: (stop_pids([server]), eng.wait(run_id, timeout=30)))
+    orphans = leave_orphans(sim, 1)
+    request.addfinalizer(lambda: stop_pids(orphans))
+
+    def kill(*extra: str) -> dict:
+        out = subprocess.run([sys.executable, "-m", "eagle_console", "orphans", str(plan), "--json", "--kill",
+                              "--yes", "--scope", "all", "--grace", "1s", "--sim", str(sim), *extra],
+                             capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    doc = kill()
+    assert doc["killed"] == orphans and psutil.pid_exists(server)
+    (listed,) = [h for h in doc["holders"] if h["pid"] == server]
+    assert listed["class"] == "tracked" and listed["owner"] == "0.3"
+    assert "not signalled: tracked by step 0.3" in listed["reason"] and "--include-tracked" in listed["reason"]
+    doc = kill("--include-tracked")
+    assert doc["killed"] == [server]
+
+
+def test_orphans_json_says_when_the_backend_failed(tmp_path):
+    broken = tmp_path / "sim"
+    broken.mkdir()  # a simulated node whose node.json is missing: the backend cannot read the GPUs
+    out = subprocess.run([sys.executable, "-m", "eagle_console", "orphans", "--json", "--sim", str(broken)],
+                         capture_output=True, text=True, timeout=60)
+    doc = json.loads(out.stdout)
+    assert out.returncode == 1
+    assert "cannot read the simulated node" in doc["error"] and doc["holders"] == []
+
