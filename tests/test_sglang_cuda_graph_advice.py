@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from eagle_console.parse.sglang_log import summarize
 
-FAILED = "[2026-01-05 10:00:01 TP0] Exception: Capture cuda graph failed: CUDA out of memory"
+FAILED = "[2026-01-05 10:00:01 TP0] Exception: Capture cuda graph failed: invalid argument"
 
 
 def advice(lines: list[str]) -> str:
