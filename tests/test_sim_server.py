@@ -348,3 +348,16 @@ def test_continuous_decode_steps_change_nothing(tmp_path):
     plain.rng.seed(7)
     tuned.rng.seed(7)
     assert [plain.step_time() for _ in range(5)] == [tuned.step_time() for _ in range(5)]
+
+
+def test_port_refuses_connections_while_the_schedulers_load(tmp_path):
+    server = start_server(tmp_path, tp=2, spec=False, env={"EAGLE_SIM_STARTUP_S": "4"})
+    try:
+        deadline = time.monotonic() + 30
+        while "Load weight begin" not in server.text():
+            assert time.monotonic() < deadline and server.proc.poll() is None, server.text()
+            time.sleep(0.05)
+        assert SglangClient(server.url, timeout=5).health() is None  # not 503: nothing listens yet
+        assert wait_ready(server)[-1] == 200
+    finally:
+        server.cleanup()
