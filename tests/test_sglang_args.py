@@ -102,3 +102,46 @@ def test_builtin_argv_and_default_ready(tmp_path):
     assert b.service_argv(ctx)[:3] == ["python3", "-m", "sglang.launch_server"]
     ready = b.default_ready(ctx)
     assert ready.http == "http://127.0.0.1:31000/health" and ready.timeout_s == 600.0
+
+
+@pytest.mark.parametrize("extra, flag", [
+    (["--port", "30001"], "repeats --port"),
+    (["--port=30001"], "repeats --port"),
+    (["--por", "30001"], "abbreviates --port"),
+    (["--tp", "4"], "repeats --tp-size"),
+    (["--tensor-parallel-size=4"], "repeats --tp-size"),
+    (["--model", "/other"], "repeats --model-path"),
+    (["--model-pa=/other"], "abbreviates --model-path"),
+    (["--speculative-draft-model", "/d2"], "repeats --speculative-draft-model-path"),
+    (["--speculative-num-st", "5"], "abbreviates --speculative-num-steps"),
+])
+def test_args_repeating_a_generated_flag_are_refused(extra, flag):
+    with_ = {"model": "m", "draft": "/d", "speculative": SPEC, "args": ["--trust-remote-code", *extra]}
+    with pytest.raises(LaunchArgsError, match=flag):
+        build_launch_argv(with_)
+    assert [f.code for f in launch_findings(with_)] == ["ARGS"]
+
+
+def test_args_that_generate_nothing_twice_pass():
+    argv = build_launch_argv({"model": "m", "speculative": {"algorithm": "EAGLE3"},
+                              "args": ["--speculative-num-steps", "3", "--mem-fraction-static=0.8", "--trust-remote-code"]})
+    assert argv[-4:] == ["--speculative-num-steps", "3", "--mem-fraction-static=0.8", "--trust-remote-code"]
+
+
+@pytest.mark.parametrize("spec", [{"algorithm": "EAGLE3", "eagle_topk": 1},
+                                  {"algorithm": "EAGLE3", "num_draft_tokens": 4}])
+def test_topk_or_draft_tokens_without_num_steps_is_refused_as_sglang_asserts(spec):
+    with pytest.raises(LaunchArgsError, match="need `num_steps`"):
+        build_launch_argv({"model": "m", "speculative": spec})
+
+
+def test_newer_algorithms_are_accepted_with_a_version_note():
+    findings = launch_findings({"model": "m", "draft": "/hub/dflash", "speculative": {"algorithm": "dflash"}})
+    assert [(f.severity, f.code) for f in findings] == [("warning", "SPEC_VERSION")]
+    assert "--speculative-algorithm" in " ".join(build_launch_argv({"model": "m", "speculative": {"algorithm": "DFLASH"}}))
+
+
+def test_eagle_with_eagle3_drafter_names_the_silent_accept_length(tmp_path):
+    draft = eagle3_drafter(tmp_path / "k25-eagle3")
+    (finding,) = launch_findings({"model": "m", "draft": str(draft), "speculative": {**SPEC, "algorithm": "EAGLE"}})
+    assert finding.severity == "error" and "accept length is silently 1.0" in finding.message

@@ -116,9 +116,10 @@ def tp8(tmp_path_factory):
         server.cleanup()
 
 
-def test_health_is_503_while_starting_then_200(tp8):
-    statuses = [s for s in tp8.statuses if s is not None]
-    assert statuses[0] == 503 and statuses[-1] == 200
+def test_http_is_closed_until_the_schedulers_are_ready_then_200(tp8):
+    # SGLang starts uvicorn only once every scheduler reported ready: until then, connection refused
+    assert tp8.statuses[0] is None and tp8.statuses[-1] == 200
+    assert set(tp8.statuses) <= {None, 503, 200}
 
 
 def test_processes_titles_group_and_gpu_memory(tp8):
@@ -156,7 +157,8 @@ def test_log_has_sglang_and_nccl_lines_for_every_rank(tp8):
         assert stage in text, stage
     assert text.index("Capture cuda graph end.") < text.index("The server is fired up and ready to roll!")
     assert "[2026" in text or "[20" in text
-    assert "ignoring flags: -m sglang.launch_server" in text
+    assert "-m sglang.launch_server" not in text.split("server_args=", 1)[0]
+    assert "flags with no effect here: --trust-remote-code" not in text  # a flag the sim does read
 
 
 def test_log_has_no_python_tracebacks_after_client_traffic(tp8):
@@ -302,3 +304,60 @@ def test_bad_flag_value_is_one_line_and_exit_2():
     assert out.stderr.strip().splitlines() == [
         "sglang_server (simulated): bad arguments: argument --tp-size/--tensor-parallel-size/--tp: "
         "invalid int value: 'x'"]
+
+
+def test_unknown_flag_is_refused_and_abbreviations_are_accepted_as_argparse_does(tmp_path):
+    from eagle_console.sim.server_config import parse_server_args
+
+    out = subprocess.run([sys.executable, "-m", "eagle_console.sim.sglang_server", "--model-path", "m",
+                          "--no-such-flag", "1"], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2 and "unrecognized arguments: --no-such-flag 1" in out.stderr
+    cfg = parse_server_args(["-m", "sglang.launch_server", "--model-p", "/m", "--por", "30001", "--tp", "4",
+                             "--speculative-algo", "EAGLE3", "--num-continuous-decode-steps", "4"])
+    assert (cfg.model_path, cfg.port, cfg.tp_size, cfg.speculative_algorithm) == ("/m", 30001, 4, "EAGLE3")
+    assert cfg.ignored == ["--num-continuous-decode-steps"]
+    with pytest.raises(ValueError, match="ambiguous option: --speculative-num"):
+        parse_server_args(["--speculative-num", "3"])
+    with pytest.raises(ValueError, match="need --speculative-num-steps"):
+        parse_server_args(["--speculative-algorithm", "EAGLE3", "--speculative-eagle-topk", "1"])
+
+
+def test_eagle_with_an_eagle3_drafter_accepts_nothing(tmp_path):
+    draft = tmp_path / "k25-eagle3"
+    draft.mkdir()
+    (draft / "config.json").write_text('{"architectures": ["LlamaForCausalLMEagle3"], "eagle_config": {}}')
+    flags = ["--speculative-algorithm", "EAGLE", "--speculative-draft-model-path", str(draft),
+             "--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"]
+    server = start_server(tmp_path, tp=2, spec=False, extra=flags)
+    try:
+        wait_ready(server)
+        with SglangClient(server.url) as c:
+            out = c.generate("hello", max_new_tokens=20)
+            assert c.accept_length() == 1.0
+        assert out["meta_info"]["spec_verify_ct"] == 19  # every verify step keeps only its bonus token
+    finally:
+        server.cleanup()
+
+
+def test_continuous_decode_steps_change_nothing(tmp_path):
+    from eagle_console.sim.server_config import parse_server_args
+    from eagle_console.sim.server_http import SimEngine
+
+    plain = SimEngine(parse_server_args(["--model-path", "m"]), None, [0])
+    tuned = SimEngine(parse_server_args(["--model-path", "m", "--num-continuous-decode-steps", "4"]), None, [0])
+    plain.rng.seed(7)
+    tuned.rng.seed(7)
+    assert [plain.step_time() for _ in range(5)] == [tuned.step_time() for _ in range(5)]
+
+
+def test_port_refuses_connections_while_the_schedulers_load(tmp_path):
+    server = start_server(tmp_path, tp=2, spec=False, env={"EAGLE_SIM_STARTUP_S": "4"})
+    try:
+        deadline = time.monotonic() + 30
+        while "Load weight begin" not in server.text():
+            assert time.monotonic() < deadline and server.proc.poll() is None, server.text()
+            time.sleep(0.05)
+        assert SglangClient(server.url, timeout=5).health() is None  # not 503: nothing listens yet
+        assert wait_ready(server)[-1] == 200
+    finally:
+        server.cleanup()

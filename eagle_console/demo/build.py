@@ -86,7 +86,7 @@ priority = "high"
     port = "${{port}}"
     python = "${{python}}"
     speculative = {{ algorithm = "EAGLE3", num_steps = 2, eagle_topk = 1, num_draft_tokens = 3 }}
-    args = ["--disable-custom-all-reduce", "--trust-remote-code", "--num-continuous-decode-steps", "4"]
+    args = ["--trust-remote-code"]
 
   [[phase.step]]
   id = "0.4"

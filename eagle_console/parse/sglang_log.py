@@ -233,6 +233,8 @@ class SglangLogParser:
     _codes: dict[str, list] = field(default_factory=dict)  # code → [severity, count, first line, advice]
     _tb: list[str] | None = None  # head of a traceback being read
     _tb_code: str | None = None
+    # Newer SGLang (0.5.23 builds) renamed the flag; its server_args dump then has the new field name.
+    _graph_bs_flag: str = "--cuda-graph-max-bs"
 
     def __post_init__(self) -> None:
         self.history = deque(maxlen=self.history_len)
@@ -270,6 +272,9 @@ class SglangLogParser:
                 if pattern is _READY:
                     self.ready = True
                 return
+        if "server_args=ServerArgs(" in msg and "cuda_graph_max_bs_decode" in msg:
+            self._graph_bs_flag = "--cuda-graph-max-bs-decode"
+            return
         if _TRACEBACK.search(msg):
             self._tb, self._tb_code = [msg.strip()], self._classify(msg)
             return
@@ -334,6 +339,7 @@ class SglangLogParser:
             code = self._tb_code or "PYTHON_EXCEPTION"
             codes.setdefault(code, ["error", 0, self.pending_traceback(), ""])
         for code, (severity, count, first, advice) in codes.items():
+            advice = advice.replace("--cuda-graph-max-bs", self._graph_bs_flag)
             msg = (f"{count}× " if count > 1 else "") + first + (f" — {advice}" if advice else "")
             out.append(Finding(severity, code, msg))
         recent = [a for _t, a in list(self.history)[-10:] if a is not None]

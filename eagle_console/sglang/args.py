@@ -13,7 +13,14 @@ from typing import Any
 
 from eagle_console.findings import Finding
 
-ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM")
+ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM")  # --speculative-algorithm choices in 0.5.x
+# In the SpeculativeAlgorithm enum of newer SGLang only (speculative/spec_info.py); accepted with a note.
+NEWER_ALGORITHMS = ("DFLASH", "DSPARK", "FROZEN_KV_MTP")
+# The flags build_launch_argv writes, with SGLang's aliases: `args` must not say them again.
+GENERATED_FLAGS = {"--model-path": ("--model-path", "--model"), "--tp-size": ("--tp-size", "--tensor-parallel-size", "--tp"),
+                   "--host": ("--host",), "--port": ("--port",)}
+SPEC_GENERATED = {"--speculative-algorithm": ("--speculative-algorithm",),
+                  "--speculative-draft-model-path": ("--speculative-draft-model-path", "--speculative-draft-model")}
 SPEC_FLAGS = (("num_steps", "--speculative-num-steps"), ("eagle_topk", "--speculative-eagle-topk"),
               ("num_draft_tokens", "--speculative-num-draft-tokens"))
 KNOWN_KEYS = {"model", "draft", "tp", "port", "host", "speculative", "args", "python"}
@@ -59,12 +66,31 @@ def speculative(args: dict[str, Any]) -> dict[str, Any]:
     if unknown:
         raise LaunchArgsError(f"`speculative` has unknown keys: {', '.join(sorted(unknown))}")
     algorithm = spec.get("algorithm")
-    if algorithm is not None and str(algorithm).upper() not in ALGORITHMS:
-        raise LaunchArgsError(f"`speculative.algorithm` must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
+    if algorithm is not None and str(algorithm).upper() not in ALGORITHMS + NEWER_ALGORITHMS:
+        raise LaunchArgsError(f"`speculative.algorithm` must be one of {', '.join(ALGORITHMS + NEWER_ALGORITHMS)}, "
+                              f"got {algorithm!r}")
     out: dict[str, Any] = {"algorithm": str(algorithm).upper() if algorithm else None}
     for key, _flag in SPEC_FLAGS:
         out[key] = _int(spec, key, None, 1, 64)
+    if out["algorithm"] and out["num_steps"] is None and (out["eagle_topk"] is not None
+                                                          or out["num_draft_tokens"] is not None):
+        # server_args.py asserts topk and draft tokens are None when num_steps is: all three or none
+        raise LaunchArgsError("`speculative.eagle_topk` / `num_draft_tokens` need `num_steps`: SGLang "
+                              "auto-chooses all three or none, and asserts otherwise")
     return out
+
+
+def repeated_flag(extra: list[str], generated: dict[str, tuple[str, ...]]) -> str | None:
+    """The first `args` item that repeats a generated flag: the flag, an alias, `--flag=value`, or an argparse
+    abbreviation of one (SGLang's parser keeps allow_abbrev on; the last value given would win)."""
+    for item in extra:
+        name = str(item).split("=", 1)[0]
+        if not name.startswith("--") or len(name) < 3:
+            continue
+        for flag, names in generated.items():
+            if any(n == name or n.startswith(name) for n in names):
+                return f"{item!s} ({'repeats' if name in names else 'abbreviates'} {flag})"
+    return None
 
 
 def build_launch_argv(args: dict[str, Any]) -> list[str]:
@@ -86,6 +112,15 @@ def build_launch_argv(args: dict[str, Any]) -> list[str]:
     argv = [*python_command(args), "-m", "sglang.launch_server", "--model-path", model,
             "--tp-size", str(tp), "--host", host, "--port", str(port)]
     spec = speculative(args)
+    generated = dict(GENERATED_FLAGS)
+    if spec["algorithm"]:
+        generated.update(SPEC_GENERATED)
+        generated.update({flag: (flag,) for key, flag in SPEC_FLAGS if spec[key] is not None})
+    clash = repeated_flag([str(a) for a in extra], generated)
+    if clash:
+        raise LaunchArgsError(f"`args` has {clash}, a flag the step writes from its keys (model, tp, host, port, "
+                              "speculative, draft): set the key instead (a second --port would send the "
+                              "readiness probe to the wrong port)")
     draft = args.get("draft")
     if draft is not None and (not isinstance(draft, str) or not draft):
         raise LaunchArgsError(f"`draft` must be a path, got {draft!r}")
@@ -130,8 +165,13 @@ def launch_findings(args: dict[str, Any]) -> list[Finding]:
         if config is not None and is_eagle3(config) and spec["algorithm"] == "EAGLE":
             findings.append(Finding(
                 "error", "ALGORITHM",
-                f"{draft} is an EAGLE-3 drafter but speculative.algorithm is EAGLE: SGLang would load it as an "
-                "EAGLE-2 head (wrong fc width, no aux hidden states); use algorithm = \"EAGLE3\""))
+                f"{draft} is an EAGLE-3 drafter but speculative.algorithm is EAGLE: SGLang loads it as an "
+                "EAGLE-2 head and the accept length is silently 1.0 (sglang PR #21272); use algorithm = \"EAGLE3\""))
+    if spec["algorithm"] in NEWER_ALGORITHMS:
+        findings.append(Finding(
+            "warning", "SPEC_VERSION",
+            f"speculative.algorithm {spec['algorithm']} exists only in newer SGLang (not in 0.5.x's choices "
+            f"{', '.join(ALGORITHMS)}): check the installed version"))
     topk, steps, tokens = spec["eagle_topk"], spec["num_steps"], spec["num_draft_tokens"]
     if topk == 1 and steps is not None and tokens is not None and tokens != steps + 1:
         findings.append(Finding(

@@ -80,7 +80,17 @@ class SglangClient:
             return None
 
     def server_info(self) -> dict[str, Any]:
-        return self._get_json("/get_server_info")
+        return self.server_info_from()[1]
+
+    def server_info_from(self) -> tuple[str, dict[str, Any]]:
+        """(endpoint, info): `/server_info` (new servers), else the deprecated `/get_server_info` (old ones)."""
+        try:
+            r = self.http.get("/server_info")
+        except httpx.HTTPError as exc:
+            raise ServerError(f"{self.base_url}/server_info: {type(exc).__name__}: {exc}") from None
+        if r.status_code in (404, 405):  # an old server: only the deprecated name exists
+            return "/get_server_info", self._get_json("/get_server_info")
+        return "/server_info", self._get_json("/server_info")
 
     def accept_length(self) -> float | None:
         return accept_length_from_info(self.server_info())
@@ -89,10 +99,28 @@ class SglangClient:
         return self._get_json("/get_model_info")
 
     def flush_cache(self) -> bool:
+        """POST /flush_cache: True when flushed (400: requests were running, nothing done)."""
         try:
             return self.http.post("/flush_cache").status_code == 200
         except httpx.HTTPError:
             return False
+
+    def stream_chat(self, text: str, max_new_tokens: int, model: str = "default",
+                    ignore_eos: bool = True) -> Iterator[StreamChunk]:
+        """A streamed /v1/chat/completions (the server applies the model's chat template).
+
+        Each chunk is re-shaped as /generate's: `meta_info.completion_tokens` from the per-chunk usage that
+        `stream_options.continuous_usage_stats` asks for, so the same ITL arithmetic applies.
+        """
+        body = {"model": model, "messages": [{"role": "user", "content": text}], "max_tokens": max_new_tokens,
+                "temperature": 0.0, "stream": True, "ignore_eos": ignore_eos,
+                "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
+        for data in self._sse("/v1/chat/completions", body):
+            usage = data.get("usage") or {}
+            choices = data.get("choices") or [{}]
+            content = (choices[0].get("delta") or {}).get("content") if choices else None
+            meta = {"completion_tokens": usage.get("completion_tokens", 0)} if usage else {}
+            yield StreamChunk(time.monotonic(), {"text": content or "", "meta_info": meta})
 
     def generate(self, text: str, max_new_tokens: int, ignore_eos: bool = True,
                  temperature: float = 0.0) -> dict[str, Any]:
@@ -110,11 +138,16 @@ class SglangClient:
                         temperature: float = 0.0) -> Iterator[StreamChunk]:
         """A streamed /generate: one StreamChunk per `data: {...}` event, until `data: [DONE]`."""
         body = self._body(text, max_new_tokens, ignore_eos, temperature, stream=True)
+        for data in self._sse("/generate", body):
+            yield StreamChunk(time.monotonic(), data)
+
+    def _sse(self, path: str, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """The `data: {...}` events of a streamed POST, until `data: [DONE]`; ServerError on an error event."""
         try:
-            with self.http.stream("POST", "/generate", json=body) as r:
+            with self.http.stream("POST", path, json=body) as r:
                 if r.status_code != 200:
                     r.read()
-                    raise ServerError(f"{self.base_url}/generate: HTTP {r.status_code}: {r.text[:200]}")
+                    raise ServerError(f"{self.base_url}{path}: HTTP {r.status_code}: {r.text[:200]}")
                 for line in r.iter_lines():
                     if not line.startswith("data:"):
                         continue
@@ -124,12 +157,13 @@ class SglangClient:
                     try:
                         data = json.loads(payload)
                     except ValueError:
-                        raise ServerError(f"{self.base_url}/generate: bad stream event {payload[:80]!r}") from None
+                        raise ServerError(f"{self.base_url}{path}: bad stream event {payload[:80]!r}") from None
                     if isinstance(data, dict) and "error" in data:
-                        raise ServerError(f"{self.base_url}/generate: {data['error']}")
-                    yield StreamChunk(time.monotonic(), data)
+                        raise ServerError(f"{self.base_url}{path}: {data['error']}")
+                    if isinstance(data, dict):
+                        yield data
         except httpx.HTTPError as exc:
-            raise ServerError(f"{self.base_url}/generate: {type(exc).__name__}: {exc}") from None
+            raise ServerError(f"{self.base_url}{path}: {type(exc).__name__}: {exc}") from None
 
     @staticmethod
     def _body(text: str, max_new_tokens: int, ignore_eos: bool, temperature: float, stream: bool) -> dict:

@@ -1,10 +1,18 @@
-"""The simulated server's view of `sglang.launch_server` flags: the ones it uses, the rest ignored."""
+"""The simulated server's view of `sglang.launch_server` flags, parsed as SGLang's argparse does.
+
+Like the real one: an unknown flag is an error, and argparse's abbreviations are accepted (`--por 30001`
+is `--port 30001`; allow_abbrev is argparse's default and SGLang does not turn it off). Flags the sim
+has no use for are accepted and ignored (NO_EFFECT). SGLang's assert is kept: `--speculative-eagle-topk`
+or `--speculative-num-draft-tokens` without `--speculative-num-steps` is refused.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 # Per-GPU weights of Kimi-K2.5 (INT4 experts, ~595 GB) spread over 8 ranks, and the draft model's share.
 K25_WEIGHTS_GIB_TP8 = 72.6
@@ -26,12 +34,10 @@ class ServerConfig:
     speculative_num_steps: int | None = None
     speculative_eagle_topk: int | None = None
     speculative_num_draft_tokens: int | None = None
-    num_continuous_decode_steps: int = 1
     decode_log_interval: int = 40
     mem_fraction_static: float | None = None
     context_length: int | None = None
     disable_cuda_graph: bool = False
-    disable_custom_all_reduce: bool = False
     trust_remote_code: bool = False
     skip_server_warmup: bool = False
     ignored: list[str] = field(default_factory=list)
@@ -39,6 +45,18 @@ class ServerConfig:
     @property
     def speculative(self) -> bool:
         return bool(self.speculative_algorithm)
+
+    @property
+    def has_server_info(self) -> bool:
+        """`/server_info` exists on new servers; EAGLE_SIM_NO_SERVER_INFO=1 plays an old one."""
+        return os.environ.get("EAGLE_SIM_NO_SERVER_INFO") != "1"
+
+    def drafts_accepted(self) -> bool:
+        """False for `--speculative-algorithm EAGLE` with an EAGLE-3 drafter: SGLang then accepts nothing."""
+        if (self.speculative_algorithm or "").upper() != "EAGLE" or not self.speculative_draft_model_path:
+            return True
+        config = draft_config(self.speculative_draft_model_path)
+        return config is None or not is_eagle3_config(config)
 
     @property
     def num_steps(self) -> int:
@@ -66,9 +84,49 @@ class ServerConfig:
         return data
 
 
+# Real SGLang flags the sim accepts and ignores: (flags, takes a value).
+NO_EFFECT = (
+    (("--disable-radix-cache",), False), (("--disable-custom-all-reduce",), False),
+    (("--num-continuous-decode-steps",), True), (("--cuda-graph-max-bs",), True), (("--cuda-graph-bs",), True),
+    (("--max-running-requests",), True), (("--chunked-prefill-size",), True), (("--max-total-tokens",), True),
+    (("--log-level",), True), (("--enable-metrics",), False), (("--attention-backend",), True),
+    (("--kv-cache-dtype",), True), (("--dtype",), True), (("--quantization",), True),
+    (("--speculative-token-map",), True), (("--speculative-draft-load-format",), True),
+    (("--speculative-attention-mode",), True), (("--enable-torch-compile",), False),
+    (("--dp-size", "--data-parallel-size", "--dp"), True), (("--ep-size", "--expert-parallel-size", "--ep"), True),
+    (("--reasoning-parser",), True), (("--tool-call-parser",), True), (("--chat-template",), True),
+    (("--watchdog-timeout",), True), (("--stream-interval",), True), (("--disable-overlap-schedule",), False),
+    (("--enable-dp-attention",), False), (("--page-size",), True), (("--random-seed",), True),
+    (("--base-gpu-id",), True), (("--log-requests",), False), (("--api-key",), True),
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise ValueError(message)
+
+
+def draft_config(path: str) -> dict | None:
+    """The drafter's config.json (a folder or the file), or None when it is not on this machine."""
+    p = Path(path)
+    config = p / "config.json" if p.is_dir() else p
+    try:
+        data = json.loads(config.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def is_eagle3_config(config: dict) -> bool:
+    archs = config.get("architectures") or []
+    return any("eagle3" in str(a).lower() for a in archs) or isinstance(config.get("eagle_config"), dict)
+
+
 def parse_server_args(argv: list[str]) -> ServerConfig:
-    """Flags as SGLang spells them (with its aliases); anything else is kept in `ignored`."""
-    ap = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
+    """Flags as SGLang spells them (aliases, abbreviations); ValueError for an unknown or bad one."""
+    if argv[:2] == ["-m", "sglang.launch_server"]:  # `with.python` put the sim in front of the real module
+        argv = argv[2:]
+    ap = _Parser(add_help=False, exit_on_error=False)
     ap.add_argument("--model-path", "--model")
     ap.add_argument("--tokenizer-path")
     ap.add_argument("--served-model-name")
@@ -80,24 +138,43 @@ def parse_server_args(argv: list[str]) -> ServerConfig:
     ap.add_argument("--speculative-num-steps", type=int)
     ap.add_argument("--speculative-eagle-topk", type=int)
     ap.add_argument("--speculative-num-draft-tokens", type=int)
-    ap.add_argument("--num-continuous-decode-steps", type=int, default=1)
     ap.add_argument("--decode-log-interval", type=int, default=40)
     ap.add_argument("--mem-fraction-static", type=float)
     ap.add_argument("--context-length", type=int)
     ap.add_argument("--disable-cuda-graph", action="store_true")
-    ap.add_argument("--disable-custom-all-reduce", action="store_true")
     ap.add_argument("--trust-remote-code", action="store_true")
     ap.add_argument("--skip-server-warmup", action="store_true")
+    ignored = ap.add_argument_group("no effect in the sim")
+    for flags, takes_value in NO_EFFECT:
+        dest = "ignored_" + flags[0].lstrip("-").replace("-", "_")
+        if takes_value:
+            ignored.add_argument(*flags, dest=dest, nargs="+" if flags[0] == "--cuda-graph-bs" else None)
+        else:
+            ignored.add_argument(*flags, dest=dest, action="store_true")
     try:
         ns, rest = ap.parse_known_args(argv)
     except argparse.ArgumentError as exc:
         raise ValueError(str(exc)) from None
+    if rest:
+        raise ValueError(f"unrecognized arguments: {' '.join(rest)}")
     if ns.tp_size < 1:
         raise ValueError(f"--tp-size must be >= 1, got {ns.tp_size}")
-    if ns.num_continuous_decode_steps < 1:
-        raise ValueError("--num-continuous-decode-steps must be >= 1")
-    values = {k: v for k, v in vars(ns).items() if v is not None}
-    return ServerConfig(**values, ignored=rest)
+    if ns.speculative_algorithm and ns.speculative_num_steps is None and (
+            ns.speculative_eagle_topk is not None or ns.speculative_num_draft_tokens is not None):
+        # server_args.py: `assert self.speculative_eagle_topk is None and self.speculative_num_draft_tokens is None`
+        raise ValueError("AssertionError: --speculative-eagle-topk / --speculative-num-draft-tokens need "
+                         "--speculative-num-steps (SGLang auto-chooses all three or none)")
+    values = {k: v for k, v in vars(ns).items() if v is not None and not k.startswith("ignored_")}
+    given = [f for f in argv if f.startswith("--")]
+    return ServerConfig(**values, ignored=[f for f in given if _is_ignored(ap, f)])
+
+
+def _is_ignored(ap: argparse.ArgumentParser, flag: str) -> bool:
+    name = flag.split("=", 1)[0]
+    for action in ap._actions:
+        if action.dest.startswith("ignored_") and any(o.startswith(name) for o in action.option_strings):
+            return True
+    return False
 
 
 def startup_seconds() -> float:

@@ -3,7 +3,10 @@
 Pacing: without speculation one forward step makes one token in ~12.2 ms (≈82 tok/s single stream, the
 plan's baseline). With EAGLE/EAGLE3 a step (draft `num_steps` tokens, verify) takes 20 ms + 3.6 ms per
 draft step and yields 1 + the run of accepted draft tokens, each accepted with p = 0.85: accept length
-≈3.2 and ≈100 tok/s at num_steps 3. Noise ±5 % per step.
+≈3.2 and ≈100 tok/s at num_steps 3. Noise ±5 % per step. A stream sends one chunk per step, so with
+speculation a chunk carries several tokens, as real EAGLE-3 decoding does. `--speculative-algorithm
+EAGLE` with an EAGLE-3 drafter accepts nothing (accept length 1.0), as SGLang does (sglang PR #21272).
+`--num-continuous-decode-steps` changes nothing: no SGLang code reads it.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ class SimEngine:
         self._win_accept = 0
         self._win_t0 = time.monotonic()
         self.rng = random.Random()
+        self.accepts_drafts = cfg.drafts_accepted()
 
     # -- counters and logs -------------------------------------------------------------------------
     def _activity(self) -> None:
@@ -111,6 +115,14 @@ class SimEngine:
         self._win_t0 = now
         self._activity()
 
+    def flush(self) -> bool:
+        """/flush_cache: refused while requests run; else resets the average accept length's counters."""
+        with self.lock:
+            if self.running:
+                return False
+            self.forward_ct = self.accepted = 0
+            return True
+
     def avg_accept_length(self) -> float | None:
         with self.lock:
             return self.accepted / self.forward_ct if self.cfg.speculative and self.forward_ct else None
@@ -118,12 +130,10 @@ class SimEngine:
     # -- pacing --------------------------------------------------------------------------------------
     def step_time(self) -> float:
         base = SPEC_STEP_S + DRAFT_STEP_S * self.cfg.num_steps if self.cfg.speculative else BASE_STEP_S
-        # several decode steps per scheduler round trip shave a little overhead off each
-        base *= 1.0 - 0.02 * min(self.cfg.num_continuous_decode_steps - 1, 3)
         return base * self.rng.uniform(0.95, 1.05)
 
     def tokens_per_step(self) -> int:
-        if not self.cfg.speculative:
+        if not self.cfg.speculative or not self.accepts_drafts:
             return 1
         n = 1
         while n <= self.cfg.num_steps and self.rng.random() < ACCEPT_P:
@@ -142,6 +152,19 @@ def _prompt_tokens(body: dict) -> int:
     if isinstance(text, list):
         text = text[0] if text else ""
     return max(1, int(len(str(text).split()) * 1.3))
+
+
+def chat_as_generate(body: dict) -> dict:
+    """An OpenAI chat request as the /generate body it amounts to (the chat template adds ~8 tokens)."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise ValueError("`messages` must be a non-empty list")
+    text = " ".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))
+    return {"text": "<|im_user|>user<|im_middle|>" + text + "<|im_end|><|im_assistant|>assistant<|im_middle|>",
+            "stream": bool(body.get("stream")),
+            "sampling_params": {"max_new_tokens": body.get("max_tokens") or body.get("max_completion_tokens") or 128,
+                                "temperature": body.get("temperature", 1.0),
+                                "ignore_eos": bool(body.get("ignore_eos"))}}
 
 
 def make_handler(engine: SimEngine, server_args: dict, version: str) -> type[BaseHTTPRequestHandler]:
@@ -185,7 +208,7 @@ def make_handler(engine: SimEngine, server_args: dict, version: str) -> type[Bas
                     info.update(has_image_understanding=True, has_audio_understanding=False,
                                 model_type="kimi_k25", architectures=["KimiK25ForConditionalGeneration"])
                 self._json(info)
-            elif path in ("/get_server_info", "/server_info"):
+            elif path == "/get_server_info" or (path == "/server_info" and cfg.has_server_info):
                 self._json(self._server_info())
             elif path == "/v1/models":
                 self._json({"object": "list", "data": [{
@@ -200,6 +223,8 @@ def make_handler(engine: SimEngine, server_args: dict, version: str) -> type[Bas
             path = self.path.split("?", 1)[0]
             if path == "/generate":
                 self._generate()
+            elif path == "/v1/chat/completions":
+                self._generate(chat=True)
             elif path == "/flush_cache":
                 self._flush()
             else:
@@ -208,7 +233,7 @@ def make_handler(engine: SimEngine, server_args: dict, version: str) -> type[Bas
         do_PUT = do_POST  # noqa: N815
 
         def _flush(self) -> None:
-            ok = engine.running == 0
+            ok = engine.flush()
             self._send(200 if ok else 400, FLUSH_TEXT.encode(), "text/plain; charset=utf-8")
 
         def _server_info(self) -> dict:
@@ -218,12 +243,14 @@ def make_handler(engine: SimEngine, server_args: dict, version: str) -> type[Bas
                 state["avg_spec_accept_length"] = accept
             return {**server_args, "internal_states": [state], "version": version}
 
-        def _generate(self) -> None:
+        def _generate(self, chat: bool = False) -> None:
             try:
                 length = int(self.headers.get("content-length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 if not isinstance(body, dict):
                     raise ValueError("the body must be a JSON object")
+                if chat:
+                    body = chat_as_generate(body)
                 params = body.get("sampling_params") or {}
                 max_new = int(params.get("max_new_tokens", 128))
                 if max_new < 0:
@@ -243,16 +270,39 @@ def make_handler(engine: SimEngine, server_args: dict, version: str) -> type[Bas
                 self.send_header("transfer-encoding", "chunked")
                 self.end_headers()
                 self._access(200)
+            self.chat_model = cfg.model_name if chat else None
             try:
                 final = self._run(rid, prompt, max_new, stream)
             except (BrokenPipeError, ConnectionResetError):
                 return
+            if chat:
+                final = self._as_chat(final, done=True)
             if stream:
                 self._chunk(b"data: [DONE]\n\n")
                 self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
             else:
                 self._json(final)
+
+        def _event(self, out: dict, delta: str = "") -> None:
+            if self.chat_model is not None:
+                out = self._as_chat(out, out["meta_info"]["finish_reason"] is not None, delta)
+            self._chunk(b"data: " + json.dumps(out).encode() + b"\n\n")
+
+        def _as_chat(self, out: dict, done: bool, delta: str | None = None) -> dict:
+            """A /generate output as an OpenAI chat chunk, with the usage continuous_usage_stats asks for."""
+            meta = out["meta_info"]
+            usage = {"prompt_tokens": meta["prompt_tokens"], "completion_tokens": meta["completion_tokens"],
+                     "total_tokens": meta["prompt_tokens"] + meta["completion_tokens"]}
+            if delta is None:  # not streamed: the whole message
+                return {"id": meta["id"], "object": "chat.completion", "created": int(time.time()),
+                        "model": self.chat_model, "usage": usage,
+                        "choices": [{"index": 0, "message": {"role": "assistant", "content": out["text"]},
+                                     "finish_reason": "length"}]}
+            return {"id": meta["id"], "object": "chat.completion.chunk", "created": int(time.time()),
+                    "model": self.chat_model, "usage": usage,
+                    "choices": [{"index": 0, "delta": {"role": "assistant", "content": delta},
+                                 "finish_reason": "length" if done else None}]}
 
         def _chunk(self, data: bytes) -> None:
             self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
@@ -263,7 +313,7 @@ def make_handler(engine: SimEngine, server_args: dict, version: str) -> type[Bas
             words: list[str] = []
             ids: list[int] = []
             verify_ct = 0
-            steps_since_chunk = 0
+            sent = 0
             engine.begin(prompt)
             try:
                 time.sleep(engine.prefill_time(prompt))
@@ -282,15 +332,12 @@ def make_handler(engine: SimEngine, server_args: dict, version: str) -> type[Bas
                     for _ in range(n):
                         ids.append(engine.rng.randrange(1000, 160000))
                         words.append(engine.rng.choice(WORDS))
-                    steps_since_chunk += 1
-                    if stream and (steps_since_chunk >= cfg.num_continuous_decode_steps or len(ids) >= max_new):
-                        steps_since_chunk = 0
-                        done = len(ids) >= max_new
-                        out = self._output(rid, prompt, words, ids, verify_ct, t0, done)
-                        self._chunk(b"data: " + json.dumps(out).encode() + b"\n\n")
+                    if stream:  # one chunk per forward step: all the tokens that step made
+                        out = self._output(rid, prompt, words, ids, verify_ct, t0, len(ids) >= max_new)
+                        self._event(out, " " + " ".join(words[sent:]))
+                        sent = len(words)
                 if stream and not ids:
-                    self._chunk(b"data: " + json.dumps(self._output(rid, prompt, words, ids, verify_ct, t0,
-                                                                    True)).encode() + b"\n\n")
+                    self._event(self._output(rid, prompt, words, ids, verify_ct, t0, True))
             finally:
                 engine.end(prompt + len(ids))
             return self._output(rid, prompt, words, ids, verify_ct, t0, True)
@@ -330,7 +377,7 @@ class _Server(ThreadingHTTPServer):
 
 
 def serve(engine: SimEngine, server_args: dict, version: str) -> ThreadingHTTPServer:
-    """Bind host:port now (so /health answers 503 while starting) and serve on a daemon thread."""
+    """Bind host:port and serve on a daemon thread (/health answers 503 until the warmup is done)."""
     httpd = _Server((engine.cfg.host, engine.cfg.port), make_handler(engine, server_args, version))
     threading.Thread(target=httpd.serve_forever, name="http", daemon=True).start()
     return httpd

@@ -3,8 +3,9 @@ r"""A simulated `python -m sglang.launch_server`: same flags, same process model
     python -m eagle_console.sim.sglang_server --model-path M --tp-size 8 --port 30000 \
         --speculative-algorithm EAGLE3 --speculative-draft-model-path D ...
 
-Unknown flags are ignored, and so is a leading `-m sglang.launch_server`, so `sglang.server` launches it
-with `with.python = "python -m eagle_console.sim.sglang_server"`. The simulated node is EAGLE_CONSOLE_SIM
+Flags are parsed as SGLang's argparse does (unknown flags refused, abbreviations accepted); a leading
+`-m sglang.launch_server` is skipped, so `sglang.server` launches it with
+`with.python = "python -m eagle_console.sim.sglang_server"`. The simulated node is EAGLE_CONSOLE_SIM
 (unset: it serves, but registers no GPU memory). EAGLE_SIM_STARTUP_S sets the startup time (default 3 s).
 
 Process model as SGLang's: this launcher (HTTP server + tokenizer) starts one scheduler per TP rank and a
@@ -18,6 +19,7 @@ import argparse
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -109,11 +111,18 @@ class Launcher:
         return None
 
 
+def port_free(host: str, port: int) -> None:
+    """OSError when host:port cannot be bound (SGLang checks the port before it starts anything)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((host, port))
+
+
 def _announce(cfg: ServerConfig) -> None:
     args = ", ".join(f"{k}={v!r}" for k, v in cfg.as_server_args().items())
     logs.emit(logs.sglang_line(f"server_args=ServerArgs({args})"))
     if cfg.ignored:
-        logs.emit(logs.sglang_line(f"[simulated] ignoring flags: {' '.join(cfg.ignored)}"))
+        logs.emit(logs.sglang_line(f"[simulated] flags with no effect here: {' '.join(cfg.ignored)}"))
 
 
 def launch(cfg: ServerConfig, argv: list[str]) -> int:
@@ -131,8 +140,8 @@ def launch(cfg: ServerConfig, argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     _announce(cfg)
-    try:
-        httpd = serve(engine, cfg.as_server_args(), VERSION)
+    try:  # fail at once on a taken port, but listen only once the schedulers are up, as SGLang does
+        port_free(cfg.host, cfg.port)
     except OSError as exc:
         logs.emit(logs.sglang_line(f"ERROR: [Errno {exc.errno}] error while attempting to bind on address "
                                    f"('{cfg.host}', {cfg.port}): {exc.strerror}"))
@@ -143,8 +152,14 @@ def launch(cfg: ServerConfig, argv: list[str]) -> int:
         if not launcher.stopping:
             logs.emit(logs.sglang_line("Received sigquit from a child process. It usually means the child failed."))
         launcher.stop_children()
-        httpd.shutdown()
         return 0 if launcher.stopping else 1
+    try:
+        httpd = serve(engine, cfg.as_server_args(), VERSION)
+    except OSError as exc:
+        logs.emit(logs.sglang_line(f"ERROR: [Errno {exc.errno}] error while attempting to bind on address "
+                                   f"('{cfg.host}', {cfg.port}): {exc.strerror}"))
+        launcher.stop_children()
+        return 1
     logs.emit(logs.uvicorn_line(f"Started server process [{os.getpid()}]"))
     logs.emit(logs.uvicorn_line("Waiting for application startup."))
     logs.emit(logs.uvicorn_line("Application startup complete."))
@@ -178,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     if "-h" in argv or "--help" in argv:
         print(__doc__)
         return 0
-    role = argparse.ArgumentParser(add_help=False)
+    role = argparse.ArgumentParser(add_help=False, allow_abbrev=False)  # `--tp 8` is not `--tp-rank 8`
     role.add_argument("--role", choices=("launcher", "scheduler", "detokenizer"), default="launcher")
     role.add_argument("--tp-rank", type=int, default=0)
     role.add_argument("--ready-fd", type=int, default=-1)
