@@ -147,9 +147,11 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     if args.no_wait:
         return 0
     while (outcome := rollback_outcome(engine, rollback_id)) is None:
-        if engine.reconcile() and rollback_outcome(engine, rollback_id) is None:
-            raise CliError("the rollback's supervisor died; run the rollback again to resume it", code=1)
+        engine.reconcile()  # a dead supervisor ends the rollback as `lost`, whoever notices it first
         time.sleep(0.2)
+    if outcome.get("outcome") == "lost":
+        raise CliError(f"the rollback's supervisor died ({outcome.get('reason')}); run the rollback again to "
+                       "resume it", code=1)
     if outcome.get("outcome") == "completed":
         print(f"rolled back: {', '.join(i.step_id for i in items)}")
         return 0
