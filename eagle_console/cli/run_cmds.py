@@ -49,11 +49,11 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
     add_state_dir(p)
 
 
-def _engine(args: argparse.Namespace):
+def _engine(args: argparse.Namespace, readonly: bool = False):
     from eagle_console.engine.runner import Engine
 
     plan = load_plan(args.plan, args.state_dir)
-    return Engine(plan, open_journal(plan))
+    return Engine(plan, open_journal(plan, readonly=readonly))
 
 
 def _confirm(question: str, yes: bool) -> None:
@@ -160,7 +160,8 @@ def cmd_rollback(args: argparse.Namespace) -> int:
 
 
 def cmd_log(args: argparse.Namespace) -> int:
-    engine = _engine(args)
+    engine = _engine(args, readonly=True)  # a reader: a dead supervisor's run ends in memory, nothing is written
+    engine.reconcile()
     if engine.plan.step(args.step) is None:
         raise CliError(f"no step {args.step!r} in plan {engine.plan.id}")
     path = engine.latest_log(args.step)
