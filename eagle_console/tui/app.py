@@ -198,7 +198,8 @@ class ConsoleApp(SteeringKeys, App[int]):
                     journal, last_id = self.ctx.journal, None
                 if time.monotonic() >= next_reconcile:  # runs whose supervisor died become `lost`
                     next_reconcile = time.monotonic() + RECONCILE_S
-                    self.ctx.engine.reconcile()
+                    if self.ctx.engine.reconcile():  # read-only: found in memory, no new event to notice
+                        last_id = None
                 if journal.last_event_id() != last_id:
                     snap = read_snapshot(journal)
                     last_id = snap.event_id
@@ -220,7 +221,7 @@ class ConsoleApp(SteeringKeys, App[int]):
         if load.plan is not None and load.plan.state_dir != self.ctx.plan.state_dir:
             from eagle_console.journal import Journal
 
-            journal = Journal.for_plan(load.plan)
+            journal = Journal.for_plan(load.plan, readonly=self.readonly)
         self.post_message(PlanFileChanged(load, journal))
 
     def _shutting_down(self) -> bool:
