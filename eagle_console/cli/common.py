@@ -65,7 +65,17 @@ def load_plan(path: str | os.PathLike[str], state_dir: str | None = None) -> Pla
         raise CliError(exc.format_first()) from None
 
 
-def open_journal(plan: Plan) -> Journal:
+def open_journal(plan: Plan, readonly: bool = False) -> Journal:
     from eagle_console.journal import Journal
 
-    return Journal.for_plan(plan)
+    return Journal.for_plan(plan, readonly=readonly)
+
+
+def read_journal(plan: Plan) -> Journal:
+    """The journal for a reader (status, export, log): opened read-only, runs whose supervisor died found
+    `lost` in memory, so a reader never shows a dead run as running and never writes."""
+    from eagle_console.engine.runner import Engine
+
+    journal = open_journal(plan, readonly=True)
+    Engine(plan, journal).reconcile()
+    return journal

@@ -8,7 +8,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eagle_console.cli.common import CliError, add_json, add_state_dir, load_plan, open_journal, print_json
+from eagle_console.cli.common import (
+    CliError,
+    add_json,
+    add_state_dir,
+    load_plan,
+    open_journal,
+    print_json,
+    read_journal,
+)
 
 if TYPE_CHECKING:
     from eagle_console.plan.model import Plan
@@ -113,7 +121,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def _status_doc(plan: Plan) -> dict[str, Any]:
     from eagle_console.plan.export import status_document
 
-    journal = open_journal(plan)
+    journal = read_journal(plan)
     try:
         runs = {s.id: journal.latest_run(s.id) for s in plan.steps()}
         return status_document(plan, journal.statuses(), runs)
@@ -192,7 +200,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from eagle_console.plan import export
 
     plan = load_plan(args.plan, args.state_dir)
-    journal = open_journal(plan)
+    journal = read_journal(plan)
     try:
         statuses = journal.statuses()
         if args.format == "todowrite":

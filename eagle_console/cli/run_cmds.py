@@ -49,11 +49,11 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
     add_state_dir(p)
 
 
-def _engine(args: argparse.Namespace):
+def _engine(args: argparse.Namespace, readonly: bool = False):
     from eagle_console.engine.runner import Engine
 
     plan = load_plan(args.plan, args.state_dir)
-    return Engine(plan, open_journal(plan))
+    return Engine(plan, open_journal(plan, readonly=readonly))
 
 
 def _confirm(question: str, yes: bool) -> None:
@@ -147,9 +147,11 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     if args.no_wait:
         return 0
     while (outcome := rollback_outcome(engine, rollback_id)) is None:
-        if engine.reconcile() and rollback_outcome(engine, rollback_id) is None:
-            raise CliError("the rollback's supervisor died; run the rollback again to resume it", code=1)
+        engine.reconcile()  # a dead supervisor ends the rollback as `lost`, whoever notices it first
         time.sleep(0.2)
+    if outcome.get("outcome") == "lost":
+        raise CliError(f"the rollback's supervisor died ({outcome.get('reason')}); run the rollback again to "
+                       "resume it", code=1)
     if outcome.get("outcome") == "completed":
         print(f"rolled back: {', '.join(i.step_id for i in items)}")
         return 0
@@ -158,7 +160,8 @@ def cmd_rollback(args: argparse.Namespace) -> int:
 
 
 def cmd_log(args: argparse.Namespace) -> int:
-    engine = _engine(args)
+    engine = _engine(args, readonly=True)  # a reader: a dead supervisor's run ends in memory, nothing is written
+    engine.reconcile()
     if engine.plan.step(args.step) is None:
         raise CliError(f"no step {args.step!r} in plan {engine.plan.id}")
     path = engine.latest_log(args.step)

@@ -63,7 +63,7 @@ def _run_console(plan_path: str | os.PathLike[str], *, state_dir: str | None, re
     plan = load_plan(plan_path, state_dir)
     if sim_dir is not None:  # runs started from this console see the simulated node too
         os.environ["EAGLE_CONSOLE_SIM"] = str(Path(sim_dir).resolve())
-    journal = open_journal(plan)
+    journal = open_journal(plan, readonly=readonly)  # --readonly writes nothing, not even a reconcile
     override = state_dir or os.environ.get("EAGLE_CONSOLE_STATE")
     from eagle_console.tui.app import EXIT_AFTER_FIRST_PAINT, make_app
 

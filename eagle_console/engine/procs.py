@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 
 import psutil
@@ -29,48 +30,80 @@ def alive(pid: int | None, ctime: float | None = None) -> bool:
         return False
 
 
-def session_members(sid: int, pgid: int | None = None) -> list[psutil.Process]:
-    """Every process in session `sid` (or process group `pgid`), except the caller."""
+CTIME_SLACK_S = 0.05  # create times read twice differ by psutil's clock-tick rounding
+
+
+def session_members(sid: int, pgid: int | None = None, leader_ctime: float | None = None) -> list[psutil.Process]:
+    """Every process in session `sid` (or process group `pgid`), except the caller.
+
+    With `leader_ctime` (the run's recorded leader start time) only the run's own: pids, and so sids, are
+    reused, so a process born before the run's leader, or after a live leader of that number that is not the
+    run's, belongs to someone else.
+    """
     me = os.getpid()
+    born_after, born_before = None, None
+    if leader_ctime is not None:
+        born_after = leader_ctime - CTIME_SLACK_S
+        leader = create_time(sid)
+        if leader is not None and abs(leader - leader_ctime) >= CTIME_SLACK_S:
+            born_before = leader - CTIME_SLACK_S  # the number now leads another session
     out: list[psutil.Process] = []
     for proc in psutil.process_iter():
         if proc.pid == me:
             continue
         try:
             if os.getsid(proc.pid) == sid or (pgid is not None and os.getpgid(proc.pid) == pgid):
-                if proc.status() != psutil.STATUS_ZOMBIE:
+                if proc.status() == psutil.STATUS_ZOMBIE:
+                    continue
+                born = proc.create_time()
+                if (born_after is None or born >= born_after) and (born_before is None or born < born_before):
                     out.append(proc)
         except (OSError, psutil.Error):
             continue
     return out
 
 
-def stop_session(sid: int, pgid: int | None, grace_s: float, on_wait=None) -> list[int]:
+def stop_session(sid: int, pgid: int | None, grace_s: float, on_wait=None, leader_ctime: float | None = None,
+                 own_child: subprocess.Popen | None = None) -> list[int]:
     """SIGTERM every process of the run's session and group, SIGKILL what is left after `grace_s`.
 
     A child that moved to its own process group is still in the session, so both are swept. Returns the
-    pids that were signalled. `on_wait(seconds_left)` is called while waiting, for a countdown.
+    pids that were signalled. `on_wait(seconds_left)` is called while waiting, for a countdown. The caller's
+    `own_child` is signalled but never reaped here: its Popen must see its real exit status, not 0.
     """
-    procs = session_members(sid, pgid)
+    own = own_child.pid if own_child is not None else None
+    procs = session_members(sid, pgid, leader_ctime)
     signalled = [p.pid for p in procs]
     for p in procs:
         try:
             p.send_signal(signal.SIGTERM)
         except psutil.Error:
             pass
+    others = [p for p in procs if p.pid != own]
     deadline = time.monotonic() + grace_s
-    while procs and time.monotonic() < deadline:
+    while (others or _running(own_child)) and time.monotonic() < deadline:
         if on_wait:
             on_wait(deadline - time.monotonic())
-        _gone, procs = psutil.wait_procs(procs, timeout=0.2)
+        _gone, others = psutil.wait_procs(others, timeout=0.2) if others else ([], [])
+        if not others and _running(own_child):
+            time.sleep(0.05)
     # Anything new that appeared in the session meanwhile is swept too.
-    leftovers = {p.pid: p for p in procs}
-    for p in session_members(sid, pgid):
+    leftovers = {p.pid: p for p in others}
+    for p in session_members(sid, pgid, leader_ctime):
         leftovers.setdefault(p.pid, p)
     for p in leftovers.values():
         try:
             p.send_signal(signal.SIGKILL)
         except psutil.Error:
             pass
-    psutil.wait_procs(list(leftovers.values()), timeout=5)
+    psutil.wait_procs([p for p in leftovers.values() if p.pid != own], timeout=5)
+    if own_child is not None:
+        try:
+            own_child.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
     return signalled + [pid for pid in leftovers if pid not in signalled]
+
+
+def _running(child: subprocess.Popen | None) -> bool:
+    return child is not None and child.poll() is None

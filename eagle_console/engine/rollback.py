@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from eagle_console.engine.runner import Engine, action_argv, action_env, kill_grace_s, launch_supervisor
 from eagle_console.engine.spec import RollbackSpec, UndoItem, write_spec
-from eagle_console.journal import EventKind, Refused
+from eagle_console.journal import Refused
 from eagle_console.plan.model import Step
 
 UNDOABLE = ("completed", "failed", "in_progress")
@@ -65,9 +65,11 @@ def undo_item(engine: Engine, step: Step, force: bool = False) -> UndoItem:
     plan = engine.plan
     run = engine.journal.latest_run(step.id)
     stop = None
-    # A service, or an action still running (an extraction, say), is stopped before it is undone.
-    if run and not run.finished and run.sid:
-        stop = {"run_id": run.id, "pid": run.pid, "pgid": run.pgid, "sid": run.sid}
+    # A service, or an action still running (an extraction, say), is stopped before it is undone; so is
+    # one whose supervisor died (`lost`): its processes may well live on, found by their recorded identity.
+    if run and run.sid and (not run.finished or run.outcome == "lost"):
+        stop = {"run_id": run.id, "pid": run.pid, "pid_ctime": run.pid_ctime, "pgid": run.pgid, "sid": run.sid,
+                "lost": run.finished}
     if step.rollback is not None:
         argv = action_argv(plan, step, step.rollback, "rollback", force=force)
         what = f"rollback: {step.rollback.describe()}"
@@ -90,6 +92,8 @@ def undo_item(engine: Engine, step: Step, force: bool = False) -> UndoItem:
         if builtin.service:
             return UndoItem(step.id, f"stop the {step.action.uses} service", None, stop)
         if builtin.undo_marks:
+            if stop:  # a wait or a benchmark still going: stopped first, like any running action
+                return UndoItem(step.id, f"stop it, then {builtin.undo_marks}", None, stop)
             return UndoItem(step.id, builtin.undo_marks, mark_only=True)
     if stop:
         return UndoItem(step.id, "stop the service", None, stop)
@@ -114,8 +118,10 @@ def start_rollback(engine: Engine, target: str, cascade: bool = False, force: bo
                    who: str | None = None) -> tuple[int, list[UndoItem]]:
     items = plan_rollback(engine, target, cascade, force)
     plan = engine.plan
-    rollback_id = engine.journal.append(EventKind.ROLLBACK_BEGIN, target, None, who, cascade=cascade, force=force,
-                                        steps=[i.step_id for i in items])
+    # The claim: refused while a run of one of these steps is starting or going on and not stopped by it.
+    stops = {i.step_id: int(i.stop["run_id"]) for i in items if i.stop}
+    rollback_id = engine.journal.begin_rollback(target, [i.step_id for i in items], stops, who, cascade=cascade,
+                                                force=force)
     log = plan.state_dir / "logs" / f"rollback-{rollback_id}.log"
     spec = RollbackSpec(rollback_id=rollback_id, target=target, journal=str(engine.journal.path), log=str(log),
                         cwd=str(plan.folder), env={**items[0].env} if items and items[0].env else {},
@@ -127,8 +133,5 @@ def start_rollback(engine: Engine, target: str, cascade: bool = False, force: bo
 
 
 def rollback_outcome(engine: Engine, rollback_id: int) -> dict | None:
-    """The `rollback_end` event's data once the rollback finished, else None."""
-    for e in engine.journal.events(rollback_id):
-        if e.kind == EventKind.ROLLBACK_END and e.run_id == rollback_id:
-            return e.data
-    return None
+    """The `rollback_end` event's data once the rollback finished (or was found lost), else None."""
+    return engine.journal.rollback_end(rollback_id)

@@ -99,7 +99,8 @@ class Engine:
     # -- looking -------------------------------------------------------------------------------------------
 
     def reconcile(self) -> list[Run]:
-        """Runs whose supervisor died without recording an exit become `lost` (their step failed)."""
+        """Runs whose supervisor died without recording an exit become `lost` (their step failed); so do
+        rollbacks. A read-only journal records this in memory only: every reader reconciles, none writes."""
         lost: list[Run] = []
         now = time.time()
         for run in self.journal.open_runs():
@@ -117,6 +118,16 @@ class Engine:
             if self.journal.end_run(run.id, run.step_id, exit_code=None, outcome="lost", reason=reason,
                                     step_status=status):
                 lost.append(run)
+        for rb in self.journal.open_rollbacks():
+            if rb.supervisor_pid:
+                if alive(rb.supervisor_pid, rb.supervisor_ctime):
+                    continue
+                reason = f"lost: its supervisor (pid {rb.supervisor_pid}) died before the rollback ended"
+            elif now - rb.started > SUPERVISOR_START_GRACE_S:
+                reason = "lost: its supervisor never started"
+            else:
+                continue
+            self.journal.end_rollback(rb.id, rb.target, outcome="lost", reason=reason)
         return lost
 
     def statuses(self) -> dict[str, str]:

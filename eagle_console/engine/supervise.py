@@ -20,12 +20,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from eagle_console.engine.procs import create_time, stop_session
+from eagle_console.engine.procs import alive, create_time, stop_session
 from eagle_console.engine.spec import ActionSpec, RollbackSpec, read_spec
 from eagle_console.journal import EventKind, Journal
 
 RESULT_RE = re.compile(r"^::result\s+([A-Za-z0-9_.\-]+)=(.*)$")
 POLL_S = 0.1
+TIMEOUT_EXIT = 124  # what timeout(1) reports for a command it stopped
 
 
 class LogScanner:
@@ -118,7 +119,7 @@ class Supervisor:
             if why and not stopped:
                 stopped = why
                 self.note(f"stopping the action's session ({why}): SIGTERM, then SIGKILL after {grace_s:g}s")
-                stop_session(child.pid, child.pid, grace_s)
+                stop_session(child.pid, child.pid, grace_s, own_child=child)
             time.sleep(POLL_S)
         for line in scanner.read():
             on_line(line)
@@ -195,7 +196,7 @@ def run_action(spec: ActionSpec) -> int:
     if stopped == "timeout":
         reason = f"timed out after {limit:g}s; its session was stopped"
         sup.note(reason)
-        journal.end_run(spec.run_id, spec.step_id, exit_code=rc, outcome="timeout", reason=reason,
+        journal.end_run(spec.run_id, spec.step_id, exit_code=TIMEOUT_EXIT, outcome="timeout", reason=reason,
                         step_status="failed")
         return 1
     if stopped:
@@ -285,10 +286,7 @@ def run_rollback(spec: RollbackSpec) -> int:
         ok, reason = True, None
         if item.stop:
             journal.append(EventKind.RUN_STOP, item.step_id, item.stop["run_id"], None, by_rollback=spec.rollback_id)
-            sid = item.stop.get("sid")
-            if sid:
-                pids = stop_session(int(sid), item.stop.get("pgid"), spec.grace_s)
-                sup.note(f"{item.step_id}: stopped the service's session {sid}: pids {pids}")
+            _stop_run(journal, sup, item.step_id, item.stop, spec.grace_s)
         if item.argv:
             scanner = LogScanner(log, _log_size(log))
             try:
@@ -310,14 +308,31 @@ def run_rollback(spec: RollbackSpec) -> int:
         if not ok:
             sup.note(f"{item.step_id}: undo failed ({reason}); the rollback stops here and can be resumed")
             journal.end_run(run_id, item.step_id, exit_code=None, outcome="failed", reason=reason)
-            journal.append(EventKind.ROLLBACK_END, spec.target, spec.rollback_id, None, outcome="failed",
-                           failed_step=item.step_id, reason=reason)
+            journal.end_rollback(spec.rollback_id, spec.target, outcome="failed", failed_step=item.step_id,
+                                 reason=reason)
             return 1
         journal.end_run(run_id, item.step_id, exit_code=0, outcome="completed")
         journal.set_status(item.step_id, "rolled_back", run_id, source="rollback")
     sup.note(f"rollback {spec.rollback_id} of {spec.target} completed")
-    journal.append(EventKind.ROLLBACK_END, spec.target, spec.rollback_id, None, outcome="completed")
+    journal.end_rollback(spec.rollback_id, spec.target, outcome="completed")
     return 0
+
+
+def _stop_run(journal: Journal, sup: Supervisor, step_id: str, stop: dict, grace_s: float) -> None:
+    """Stop a run before its undo: its whole session (only the processes that are the run's own: the
+    recorded leader's start time tells a reused sid apart), then wait for its supervisor, if alive, to
+    record the end, so nothing of the run goes on while the undo runs."""
+    sid = stop.get("sid")
+    if sid:
+        pids = stop_session(int(sid), stop.get("pgid"), grace_s, leader_ctime=stop.get("pid_ctime"))
+        sup.note(f"{step_id}: stopped the run's session {sid}: pids {pids}")
+    deadline = time.monotonic() + grace_s + 10.0
+    while time.monotonic() < deadline:
+        run = journal.run(int(stop["run_id"]))
+        if run is None or run.finished or not alive(run.supervisor_pid, run.supervisor_ctime):
+            return
+        time.sleep(POLL_S)
+    sup.note(f"{step_id}: the run's supervisor did not record its end within {grace_s + 10.0:g}s")
 
 
 def main(argv: list[str]) -> int:
@@ -343,7 +358,7 @@ def main(argv: list[str]) -> int:
             journal.end_run(spec.run_id, spec.step_id, exit_code=None, outcome="failed", reason=reason,
                             step_status="failed")
         else:
-            journal.append(EventKind.ROLLBACK_END, spec.target, spec.rollback_id, None, outcome="failed", reason=reason)
+            journal.end_rollback(spec.rollback_id, spec.target, outcome="failed", reason=reason)
         return 1
 
 

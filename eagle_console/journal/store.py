@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from eagle_console.journal.claims import OpenRollback, open_action_runs, open_rollback_of, open_rollbacks
+from eagle_console.journal.derived import Derived, open_readonly
 from eagle_console.journal.kinds import RUN_KINDS, EventKind
 from eagle_console.journal.operator import current_operator
 from eagle_console.journal.status import DONE, STATUSES
@@ -123,12 +125,18 @@ def _ts_text(at: float | None) -> str:
 
 
 class Journal:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, readonly: bool = False) -> None:
         self.path = Path(path)
+        self.readonly = readonly
+        # Read-only (`--readonly`, status, export): runs found dead are ended here, in memory, never on disk.
+        self._derived = Derived()
+        self._lock = threading.RLock()
+        if readonly:
+            self._conn = open_readonly(self.path, SCHEMA)
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # One connection per Journal, shared by the console's worker threads under a lock.
         self._conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
-        self._lock = threading.RLock()
         with self._lock:
             self._init_schema()
 
@@ -154,8 +162,8 @@ class Journal:
                 time.sleep(0.02)
 
     @classmethod
-    def for_plan(cls, plan: Plan) -> Journal:
-        return cls(plan.state_dir / "journal.db")
+    def for_plan(cls, plan: Plan, readonly: bool = False) -> Journal:
+        return cls(plan.state_dir / "journal.db", readonly=readonly)
 
     def close(self) -> None:
         with self._lock:
@@ -166,6 +174,8 @@ class Journal:
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
         """One write transaction; BEGIN IMMEDIATE takes the write lock before any precondition is read."""
+        if self.readonly:
+            raise Refused(f"the journal {self.path} is open read-only")
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
@@ -224,7 +234,7 @@ class Journal:
     def states(self) -> dict[str, StepState]:
         """The last status event of every step that has one (steps without one are pending)."""
         with self._lock:
-            return self._states(self._conn)
+            return self._derived.apply_states(self._states(self._conn))
 
     def statuses(self) -> dict[str, str]:
         return {k: v.status for k, v in self.states().items()}
@@ -283,6 +293,9 @@ class Journal:
         who = who or current_operator()
         with self._tx() as conn:
             states = self._states(conn)
+            if kind == "action" and (rb := open_rollback_of(conn, step_id)):
+                raise Refused(f"step {step_id} is being rolled back (rollback {rb[0]} started by {rb[1] or '?'} "
+                              f"at {_ts_text(rb[2])}): wait for it to end", by=rb[1], at=rb[2])
             if not force:
                 cur = states.get(step_id)
                 if cur and cur.status == "in_progress":
@@ -323,6 +336,10 @@ class Journal:
         The step's status changes only while the latest status event still belongs to this run: a mark or a
         newer run made since then wins.
         """
+        if self.readonly:
+            with self._lock:
+                return self._derived.end_run(self._conn, run_id, step_id, exit_code=exit_code, outcome=outcome,
+                                             reason=reason, step_status=step_status)
         with self._tx() as conn:
             if conn.execute("SELECT 1 FROM events WHERE kind = ? AND run_id = ?",
                             (EventKind.RUN_EXIT, run_id)).fetchone():
@@ -362,6 +379,8 @@ class Journal:
             elif e.kind == EventKind.RUN_EXIT:
                 run.ended, run.exit_code = e.at, e.data.get("exit_code")
                 run.outcome, run.reason = e.data.get("outcome"), e.data.get("reason")
+        for run in runs.values():
+            self._derived.apply_run(run)
         return list(runs.values())
 
     def run(self, run_id: int) -> Run | None:
@@ -373,3 +392,48 @@ class Journal:
 
     def open_runs(self) -> list[Run]:
         return [r for r in self.runs() if not r.finished]
+
+    # -- rollbacks -----------------------------------------------------------------------------------------
+
+    def begin_rollback(self, target: str, steps: list[str], stops: dict[str, int], who: str | None = None,
+                       **data: Any) -> int:
+        """Record a rollback's start — or refuse, writing nothing, while one of its steps is being run
+        (unless the rollback stops that very run: `stops` maps step id → run id) or rolled back already.
+        Checked in the same IMMEDIATE transaction as `begin_run`'s check, so a run and a rollback of one step
+        cannot both pass."""
+        with self._tx() as conn:
+            for step_id in steps:
+                if rb := open_rollback_of(conn, step_id):
+                    raise Refused(f"step {step_id} is already being rolled back (rollback {rb[0]} started by "
+                                  f"{rb[1] or '?'} at {_ts_text(rb[2])})", by=rb[1], at=rb[2])
+                for run_id, run_who, at in open_action_runs(conn, step_id):
+                    if stops.get(step_id) != run_id:
+                        raise Refused(f"step {step_id} is being run (run {run_id}, started by {run_who or '?'} "
+                                      f"at {_ts_text(at)}): wait for it to end, then roll it back", by=run_who,
+                                      at=at)
+            return self._insert(conn, EventKind.ROLLBACK_BEGIN, target, None, who or current_operator(),
+                                steps=steps, **data)
+
+    def open_rollbacks(self) -> list[OpenRollback]:
+        """Rollbacks without an end (nor one derived in memory), with their supervisor once it reported."""
+        with self._lock:
+            return open_rollbacks(self._conn, set(self._derived.rollback_ends))
+
+    def end_rollback(self, rollback_id: int, target: str, *, outcome: str, **data: Any) -> bool:
+        """Record a rollback's end once (a second end is ignored and returns False)."""
+        if self.readonly:
+            return self._derived.end_rollback(rollback_id, target, outcome=outcome, **data)
+        with self._tx() as conn:
+            if conn.execute("SELECT 1 FROM events WHERE kind = ? AND run_id = ?",
+                            (EventKind.ROLLBACK_END, rollback_id)).fetchone():
+                return False
+            self._insert(conn, EventKind.ROLLBACK_END, target, rollback_id, None, outcome=outcome, **data)
+            return True
+
+    def rollback_end(self, rollback_id: int) -> dict[str, Any] | None:
+        """The data of the rollback's end (journaled, or derived in memory), or None while it goes on."""
+        for e in self._rows(f"SELECT {self._COLS} FROM events WHERE kind = ? AND run_id = ? ORDER BY id LIMIT 1",
+                            (EventKind.ROLLBACK_END, rollback_id)):
+            return e.data
+        derived = self._derived.rollback_ends.get(rollback_id)
+        return derived.data if derived else None

@@ -96,7 +96,8 @@ def poll(post: Post, ctx: ConsoleContext, last_id: int | None, state_dir_overrid
                 journal, last_id = ctx.journal, None
             if time.monotonic() >= next_reconcile:  # runs whose supervisor died become `lost`
                 next_reconcile = time.monotonic() + RECONCILE_S
-                ctx.engine.reconcile()
+                if ctx.engine.reconcile():  # read-only: found in memory, no new event to notice
+                    last_id = None
             if journal.last_event_id() != last_id:
                 snap = read_snapshot(journal)
                 last_id = snap.event_id
@@ -119,5 +120,5 @@ def _plan_file_changed(ctx: ConsoleContext, path: Path, state_dir_override: Path
     if load.plan is not None and load.plan.state_dir != ctx.plan.state_dir:
         from eagle_console.journal import Journal
 
-        journal = Journal.for_plan(load.plan)
+        journal = Journal.for_plan(load.plan, readonly=ctx.readonly)
     return messages.PlanFileChanged(load, journal)
