@@ -56,6 +56,15 @@ class Term:
             time.sleep(0.25)
         raise AssertionError(f"{pattern!r} not on screen within {timeout}s; screen was:\n{text}")
 
+    def wait_gone(self, pattern: str, timeout: float = 10.0) -> None:
+        """Until `pattern` is off the screen: a key sent right after Escape would arrive as Alt+key."""
+        rx = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        while rx.search(self.screen()):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{pattern!r} still on screen after {timeout}s:\n{self.screen()}")
+            time.sleep(0.25)
+
     def close(self) -> None:
         subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
 
@@ -116,9 +125,11 @@ def test_demo_walk(demo, size):
         term.keys("K")  # the kill modal opens; nothing of ours to kill is preselected now
         term.wait(r"Kill GPU processes", 10)
         term.keys("Escape")
+        term.wait_gone(r"Kill GPU processes")
         term.keys("m")  # mark 1.1 (the selected step) by hand
         term.wait(r"(?i)mark 1\.1", 10)
         term.keys("Escape")
+        term.wait_gone(r"Mark 1\.1 —")
         term.keys("u")  # roll back the running extraction: the confirmation lists what will be undone
         term.wait(r"Roll back 1\.1[\s\S]*Enter roll back", 10)  # not the detail line's "rollback:"
         term.keys("Enter")
