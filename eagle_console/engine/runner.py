@@ -16,12 +16,11 @@ from typing import Any
 
 from eagle_console.engine.procs import alive
 from eagle_console.engine.spec import ActionSpec, BuiltinCall, ReadySpec, encode_call, write_spec
-from eagle_console.journal import DONE, EventKind, Journal, Refused, Run, plan_statuses
+from eagle_console.journal import EventKind, Journal, Refused, Run, plan_statuses
 from eagle_console.plan.model import Action, Plan, Ready, Step
 
 # A run whose supervisor has not reported its pid after this long never started.
 SUPERVISOR_START_GRACE_S = 20.0
-RUNNABLE_AGAIN = ("pending", "rolled_back")
 
 
 def kill_grace_s() -> float:
@@ -133,49 +132,15 @@ class Engine:
     def statuses(self) -> dict[str, str]:
         return plan_statuses(self.plan, self.journal.statuses())
 
-    def next_step(self) -> Step | None:
-        """The first pending step whose needs are met, in plan order."""
-        statuses = self.statuses()
-        for step in self.plan.steps():
-            if statuses[step.id] not in RUNNABLE_AGAIN:
-                continue
-            if all(statuses.get(n, "pending") in DONE for n in step.needs):
-                return step
-        return None
-
-    def why_no_next(self) -> str:
-        """Why `next` has nothing to run: the plan is done, or what blocks the rest."""
-        statuses = self.statuses()
-        failed = [s for s in self.plan.steps() if statuses[s.id] == "failed"]
-        running = [s for s in self.plan.steps() if statuses[s.id] == "in_progress"]
-        pending = [s for s in self.plan.steps() if statuses[s.id] in RUNNABLE_AGAIN]
-        if not pending and not failed and not running:
-            return "every step is completed or skipped: the plan is done"
-        parts = []
-        if failed:
-            states = self.journal.states()
-            parts.append("failed: " + ", ".join(
-                f"{s.id}" + (f" ({states[s.id].reason})" if s.id in states and states[s.id].reason else "")
-                for s in failed) + " — fix and run again (r), or mark it")
-        if running:
-            parts.append("in progress: " + ", ".join(s.id for s in running))
-        if pending:
-            parts.append("waiting on needs: " + ", ".join(
-                f"{s.id} needs {', '.join(n for n in s.needs if statuses.get(n) not in DONE)}" for s in pending))
-        return "nothing to run next; " + "; ".join(parts)
-
     def log_path(self, step: Step, run_id: int) -> Path:
-        return step.log or self.plan.state_dir / "logs" / f"{step.id}-{run_id}.log"
+        from eagle_console.ops.logs import step_log_path
 
-    def latest_log(self, step_id: str) -> Path | None:
-        run = self.journal.latest_run(step_id, kind=None)
-        return Path(run.log) if run and run.log else None
+        return step_log_path(self.plan, step, run_id)
 
     def live_service(self, step_id: str) -> Run | None:
-        run = self.journal.latest_run(step_id)
-        if run and run.service and not run.finished and alive(run.supervisor_pid, run.supervisor_ctime):
-            return run
-        return None
+        from eagle_console.ops.logs import live_service
+
+        return live_service(self.journal, step_id)
 
     # -- doing ---------------------------------------------------------------------------------------------
 
@@ -226,15 +191,6 @@ class Engine:
         if cls is None or not cls.service or step.action is None:
             return None  # an unavailable one: the action process says so in the step log
         return cls().default_ready(ActionContext.from_call(builtin_call(self.plan, step, step.action, "run")))
-
-    def start_next(self, who: str | None = None) -> tuple[Step, int]:
-        step = self.next_step()
-        if step is None:
-            raise Refused(self.why_no_next())
-        if step.action is None:
-            raise Refused(f"the next step, {step.id} ({step.title}), is a manual step: do it by hand and "
-                          "mark it (m)")
-        return step, self.start(step.id, who=who)
 
     def wait(self, run_id: int, until_ready: bool = True, timeout: float | None = None,
              on_tick: Callable[[Run], None] | None = None) -> Run:

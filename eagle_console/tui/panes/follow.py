@@ -19,7 +19,7 @@ READS_PER_POLL = 16  # x 4 MiB: how far one poll may catch up before handing a b
 
 
 def step_log(journal: Any, step_id: str | None) -> Path | None:
-    """The latest log of `step_id` (any run kind), as `Engine.latest_log`."""
+    """The latest log of `step_id` (any run kind), as `ops.logs.latest_log`."""
     if not step_id:
         return None
     run = journal.latest_run(step_id, kind=None)
