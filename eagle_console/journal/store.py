@@ -8,6 +8,7 @@ run on one step start it once. UPDATE and DELETE are refused by triggers: histor
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from eagle_console.journal.kinds import RUN_KINDS, EventKind
 from eagle_console.journal.operator import current_operator
 from eagle_console.journal.status import DONE, STATUSES
+from eagle_console.statedir import DIR_MODE, FILE_MODE, private_dirs, tighten
 
 if TYPE_CHECKING:
     from eagle_console.plan.model import Plan
@@ -125,7 +127,14 @@ def _ts_text(at: float | None) -> str:
 class Journal:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dirs(self.path.parent)
+        tighten(self.path.parent, DIR_MODE)  # a state dir made by an older version, or by mkdir -p
+        try:
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE))  # SQLite gives -wal/-shm its mode
+        except OSError:
+            pass  # not ours to write: SQLite says so (or opens it read-only) below
+        for f in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")):
+            tighten(f, FILE_MODE)
         # One connection per Journal, shared by the console's worker threads under a lock.
         self._conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
         self._lock = threading.RLock()
