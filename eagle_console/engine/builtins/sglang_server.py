@@ -57,6 +57,28 @@ def gpu_holders(sim_dir: Any) -> dict[int, float] | None:
             pass
 
 
+def python_problems(args: dict[str, Any]) -> list[str]:
+    """The `python` key names the interpreter that runs SGLang (its own venv, never the console's):
+    it must be an executable file, or a command found on PATH."""
+    import shutil
+
+    from eagle_console.sglang.args import LaunchArgsError, python_command
+
+    try:
+        exe = python_command(args)[0]
+    except LaunchArgsError:
+        return []  # launch_findings has said what is wrong with it
+    if os.sep in exe:
+        if not os.path.isfile(exe):
+            return [f"`python`: {exe} does not exist"]
+        if not os.access(exe, os.X_OK):
+            return [f"`python`: {exe} is not executable"]
+        return []
+    if shutil.which(exe) is None:
+        return [f"`python`: {exe} is not on PATH (give the full path of SGLang's interpreter)"]
+    return []
+
+
 class SglangServer(Builtin):
     name = "sglang.server"
     service = True
@@ -64,7 +86,8 @@ class SglangServer(Builtin):
     def validate(self, args: dict[str, Any]) -> list[str]:
         from eagle_console.sglang.args import launch_findings
 
-        return [f"{f.code}: {f.message}" for f in launch_findings(args) if f.severity == "error"]
+        problems = [f"{f.code}: {f.message}" for f in launch_findings(args) if f.severity == "error"]
+        return problems + python_problems(args)
 
     def service_argv(self, ctx: ActionContext) -> list[str]:
         from eagle_console.sglang.args import LaunchArgsError, build_launch_argv, launch_findings
