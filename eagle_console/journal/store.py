@@ -129,10 +129,10 @@ class Journal:
         self.path = Path(path)
         private_dirs(self.path.parent)
         tighten(self.path.parent, DIR_MODE)  # a state dir made by an older version, or by mkdir -p
-        try:
-            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE))  # SQLite gives -wal/-shm its mode
+        try:  # created 0600 before SQLite opens it: SQLite gives -wal/-shm the database's mode
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, FILE_MODE))
         except OSError:
-            pass  # not ours to write: SQLite says so (or opens it read-only) below
+            pass  # it exists (never open+close an open database: that drops its POSIX locks), or is not ours
         for f in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")):
             tighten(f, FILE_MODE)
         # One connection per Journal, shared by the console's worker threads under a lock.
