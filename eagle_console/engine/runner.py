@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from eagle_console.engine.procs import alive
+from eagle_console.engine.pyenv import builtin_argv, own_process_env
 from eagle_console.engine.spec import ActionSpec, BuiltinCall, ReadySpec, encode_call, write_spec
 from eagle_console.journal import EventKind, Journal, Refused, Run, plan_statuses
 from eagle_console.plan.model import Action, Plan, Ready, Step
+from eagle_console.statedir import private_opener
 
 # A run whose supervisor has not reported its pid after this long never started.
 SUPERVISOR_START_GRACE_S = 20.0
@@ -45,8 +47,7 @@ def action_argv(plan: Plan, step: Step, action: Action, mode: str, run_id: int |
         return ["/bin/bash", "-c", action.shell or ""]
     if action.kind == "argv":
         return list(action.argv or ())
-    call = builtin_call(plan, step, action, mode, run_id, force, service_run)
-    return [sys.executable, "-m", "eagle_console.engine.action", "--call", encode_call(call)]
+    return builtin_argv(encode_call(builtin_call(plan, step, action, mode, run_id, force, service_run)))
 
 
 def builtin_call(plan: Plan, step: Step, action: Action, mode: str, run_id: int | None = None,
@@ -61,31 +62,27 @@ def builtin_call(plan: Plan, step: Step, action: Action, mode: str, run_id: int 
 
 
 def action_env(plan: Plan, step: Step, run_id: int | None = None) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(plan.env)
-    env.update(step.env)
+    """What a run changes in the environment: the plan's `[env]`, the step's `env`, and ours.
+
+    Only these go into the spec (never a copy of os.environ: it would put the operator's secrets in the
+    state dir); the supervisor lays them over the environment it inherited from the operator.
+    """
+    env = {**plan.env, **step.env}
     env["PYTHONUNBUFFERED"] = "1"  # progress lines reach the log as they are printed
     env["EAGLE_CONSOLE_STEP"] = step.id
     if run_id is not None:
         env["EAGLE_CONSOLE_RUN_ID"] = str(run_id)
-    env["PYTHONPATH"] = package_pythonpath(env.get("PYTHONPATH"))
     return env
-
-
-def package_pythonpath(current: str | None) -> str:
-    """PYTHONPATH with this package's root first: child processes import this very copy, installed or not."""
-    pkg_root = str(Path(__file__).resolve().parents[2])
-    return os.pathsep.join(p for p in (pkg_root, current) if p)
 
 
 def launch_supervisor(spec_path: Path) -> None:
     """Start a detached supervisor; returns once it has forked away (the console is not its parent)."""
     log = spec_path.with_suffix(".supervisor.log")
-    with open(log, "ab") as out:
+    with open(log, "ab", opener=private_opener) as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "eagle_console.engine.supervise", str(spec_path), "--detach"],
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            env={**os.environ, "PYTHONPATH": package_pythonpath(os.environ.get("PYTHONPATH"))},
+            env=own_process_env(os.environ),
         )
     proc.wait()
 

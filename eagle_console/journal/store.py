@@ -22,6 +22,7 @@ from eagle_console.journal.derived import Derived, open_readonly
 from eagle_console.journal.kinds import RUN_KINDS, EventKind
 from eagle_console.journal.operator import current_operator
 from eagle_console.journal.status import STATUSES, unmet
+from eagle_console.statedir import private_database
 
 if TYPE_CHECKING:
     from eagle_console.plan.model import Plan
@@ -136,7 +137,7 @@ class Journal:
         if readonly:
             self._conn = open_readonly(self.path, SCHEMA)
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_database(self.path)
         # One connection per Journal, shared by the console's worker threads under a lock.
         self._conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
         with self._lock:
