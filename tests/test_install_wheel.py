@@ -64,8 +64,11 @@ def installed(tmp_path_factory) -> Path:
     (wheel,) = (tmp / "dist").glob("eagle_console-*.whl")
     venv = tmp / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
+    # Without PYTHONPATH: where the suite puts the checkout on it, pip would see eagle_console "already
+    # satisfied" by the checkout and install nothing.
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     _run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
-          "--no-deps", "--no-index", str(wheel)])
+          "--no-deps", "--no-index", str(wheel)], env=clean)
     site = Path(_run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                      env={"PATH": os.environ["PATH"]}).stdout.strip())
     (site / "zz_console_deps.pth").write_text("\n".join(_dep_dirs()) + "\n")  # after the wheel's own dir
