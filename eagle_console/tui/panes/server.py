@@ -9,6 +9,7 @@ from typing import Any
 from rich.style import Style
 from rich.text import Text
 
+from eagle_console.tui.labels import findings_text
 from eagle_console.tui.panes.follow import LogBatch, ServiceLogPane
 
 SPARK = "▁▂▃▄▅▆▇█"
@@ -60,10 +61,7 @@ def summary_text(summary: dict[str, Any], history: list[tuple[float, float | Non
         tput = sparkline([t for t, _a in history])
         accs = sparkline([a for _t, a in history])
         out += Text(f"\ntok/s {tput}" + (f"  accept {accs}" if accs else ""), style="magenta")
-    for f in summary.get("findings", []):
-        style = {"error": "bold red", "warning": "yellow"}.get(f["severity"], "dim")
-        out += Text(f"\n{f['code']}: {f['message'][:160]}", style=style)
-    return out
+    return out + findings_text(summary.get("findings", []), 160)
 
 
 class ServerPane(ServiceLogPane):
