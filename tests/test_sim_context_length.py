@@ -57,6 +57,11 @@ def test_demo_03_fails_with_sglangs_message_until_02_fixes_the_drafter(demo):
     assert messages and any("context_length (262144) is greater than the derived context_length (131072)" in m
                             for m in messages), report["findings"]
     assert f"ValueError: {SGLANG_TEXT}" in log.read_text()
+    # the Server pane's head shows SGLang's message whole (it was cut at 160 characters)
+    from eagle_console.tui.panes.server import summary_text
+
+    shown = summary_text(report, []).plain
+    assert "To allow overriding this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN" in shown
     fixed = cli("run", demo, "0.2", "--wait")
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     started = cli("run", demo, "0.3", "--force", "--wait")

@@ -61,7 +61,7 @@ def summary_text(summary: dict[str, Any], history: list[tuple[float, float | Non
         tput = sparkline([t for t, _a in history])
         accs = sparkline([a for _t, a in history])
         out += Text(f"\ntok/s {tput}" + (f"  accept {accs}" if accs else ""), style="magenta")
-    return out + findings_text(summary.get("findings", []), 160)
+    return out + findings_text(summary.get("findings", []), 480)  # SGLang's ValueError whole
 
 
 class ServerPane(ServiceLogPane):
