@@ -259,14 +259,10 @@ def _service_ended(journal: Journal, sup: Supervisor, spec: ActionSpec, rc: int,
 
 
 def http_ok(url: str) -> bool:
-    import urllib.error
-    import urllib.request
+    from eagle_console.httpnet import probe
 
-    try:
-        with urllib.request.urlopen(url, timeout=1.0) as resp:  # noqa: S310 (loopback/plan URL)
-            return 200 <= resp.status < 300
-    except (urllib.error.URLError, OSError, ValueError):
-        return False
+    status = probe(url, deadline_s=1.0)
+    return status is not None and 200 <= status < 300
 
 
 def run_rollback(spec: RollbackSpec) -> int:
