@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eagle_console.cli.common import CliError, add_json, add_state_dir, load_plan, open_journal, print_json
+from eagle_console.plan.safe_text import printable
 
 if TYPE_CHECKING:
     from eagle_console.plan.model import Plan
@@ -67,14 +68,18 @@ def _validate_one(path: str, state_dir: str | None) -> dict[str, Any]:
     from eagle_console.plan.loader import load_plan as load
 
     override = state_dir or os.environ.get("EAGLE_CONSOLE_STATE")
+    warnings: list[Any] = []
     try:
-        plan = load(Path(path), state_dir=Path(override) if override else None, check_builtins=True)
+        plan = load(Path(path), state_dir=Path(override) if override else None, check_builtins=True,
+                    warnings=warnings)
     except PlanError as exc:
         return {"ok": False, "plan": _plan_id_guess(Path(path)), "path": path,
                 "errors": [{"line": e.line, "column": e.column, "message": e.message} for e in exc.errors],
                 "lines": exc.format_all()}
     return {"ok": True, "plan": plan.id, "path": path, "errors": [], "lines": [],
-            "phases": len(plan.phases), "steps": sum(1 for _ in plan.steps())}
+            "phases": len(plan.phases), "steps": sum(1 for _ in plan.steps()),
+            "warnings": [{"line": w.line, "column": w.column, "message": w.message} for w in warnings],
+            "warning_lines": PlanError(Path(path), warnings).format_all()}
 
 
 def _plan_id_guess(path: Path) -> str | None:
@@ -92,12 +97,16 @@ def _plan_id_guess(path: Path) -> str | None:
 def cmd_validate(args: argparse.Namespace) -> int:
     reports = [_validate_one(p, args.state_dir) for p in args.plans]
     if args.json:
-        docs = [{"ok": r["ok"], "plan": r["plan"], "errors": r["errors"]} for r in reports]
+        # "warnings" only when there are some: the spec's document stays {ok, plan, errors}.
+        docs = [{"ok": r["ok"], "plan": r["plan"], "errors": r["errors"],
+                 **({"warnings": r["warnings"]} if r.get("warnings") else {})} for r in reports]
         print_json(docs[0] if len(docs) == 1 else docs)
     else:
         for r in reports:
             if r["ok"]:
                 print(f"{r['path']}: ok — plan {r['plan']}, {_count(r['phases'], 'phase')}, {_count(r['steps'], 'step')}")
+                for line in r["warning_lines"]:
+                    print(line)
             else:
                 for line in r["lines"]:
                     print(line)
@@ -165,7 +174,7 @@ def cmd_mark(args: argparse.Namespace) -> int:
         journal.mark(args.step, args.status, note=args.note)
     finally:
         journal.close()
-    print(f"{args.step}: {before} → {args.status}" + (f" (note: {args.note})" if args.note else ""))
+    print(f"{args.step}: {before} → {args.status}" + (f" (note: {printable(args.note)})" if args.note else ""))
     return 0
 
 
@@ -203,7 +212,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     finally:
         journal.close()
     if args.format == "markdown":
-        sys.stdout.write(export.markdown(plan, statuses, notes, results, runs))
+        sys.stdout.write(printable(export.markdown(plan, statuses, notes, results, runs)))
     else:
         print_json(export.as_json(plan, statuses, notes, results, runs))
     return 0

@@ -101,7 +101,9 @@ class _Scanner:
         while True:
             self.skip_ws()
             if self.peek() in ('"', "'"):
-                parts.append(self.read_string())
+                basic = self.peek() == '"'
+                raw = self.read_string()
+                parts.append(_unescape(raw) if basic and "\\" in raw else raw)
             else:
                 m = _BARE.match(self.s, self.i)
                 if not m:
@@ -197,6 +199,21 @@ class _Scanner:
             self.skip_ws()
             if self.peek() == "#":
                 self.skip_comment()
+
+
+_ESCAPE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))", re.S)
+_SIMPLE = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", "e": "\x1b", '"': '"', "\\": "\\"}
+
+
+def _unescape(raw: str) -> str:
+    """A quoted key as tomllib reads it (`"B\\u0000"` is the key B NUL), so its path matches."""
+    def one(m: re.Match[str]) -> str:
+        code = m.group(1) or m.group(2)
+        if code:
+            return chr(int(code, 16)) if int(code, 16) <= 0x10FFFF else m.group()
+        return _SIMPLE.get(m.group(3), m.group())
+
+    return _ESCAPE.sub(one, raw)
 
 
 def _escaped(s: str, j: int) -> bool:
