@@ -17,6 +17,7 @@ from eagle_console.cli.common import (
     print_json,
     read_journal,
 )
+from eagle_console.plan.safe_text import printable
 
 if TYPE_CHECKING:
     from eagle_console.plan.model import Plan
@@ -77,14 +78,18 @@ def _validate_one(path: str, state_dir: str | None) -> dict[str, Any]:
     from eagle_console.plan.loader import load_plan as load
 
     override = state_dir or os.environ.get("EAGLE_CONSOLE_STATE")
+    warnings: list[Any] = []
     try:
-        plan = load(Path(path), state_dir=Path(override) if override else None, check_builtins=True)
+        plan = load(Path(path), state_dir=Path(override) if override else None, check_builtins=True,
+                    warnings=warnings)
     except PlanError as exc:
         return {"ok": False, "plan": _plan_id_guess(Path(path)), "path": path,
                 "errors": [{"line": e.line, "column": e.column, "message": e.message} for e in exc.errors],
                 "lines": exc.format_all()}
     return {"ok": True, "plan": plan.id, "path": path, "errors": [], "lines": [],
-            "phases": len(plan.phases), "steps": sum(1 for _ in plan.steps())}
+            "phases": len(plan.phases), "steps": sum(1 for _ in plan.steps()),
+            "warnings": [{"line": w.line, "column": w.column, "message": w.message} for w in warnings],
+            "warning_lines": PlanError(Path(path), warnings).format_all()}
 
 
 def _plan_id_guess(path: Path) -> str | None:
@@ -102,12 +107,16 @@ def _plan_id_guess(path: Path) -> str | None:
 def cmd_validate(args: argparse.Namespace) -> int:
     reports = [_validate_one(p, args.state_dir) for p in args.plans]
     if args.json:
-        docs = [{"ok": r["ok"], "plan": r["plan"], "errors": r["errors"]} for r in reports]
+        # "warnings" only when there are some: the spec's document stays {ok, plan, errors}.
+        docs = [{"ok": r["ok"], "plan": r["plan"], "errors": r["errors"],
+                 **({"warnings": r["warnings"]} if r.get("warnings") else {})} for r in reports]
         print_json(docs[0] if len(docs) == 1 else docs)
     else:
         for r in reports:
             if r["ok"]:
                 print(f"{r['path']}: ok — plan {r['plan']}, {_count(r['phases'], 'phase')}, {_count(r['steps'], 'step')}")
+                for line in r["warning_lines"]:
+                    print(line)
             else:
                 for line in r["lines"]:
                     print(line)
@@ -171,7 +180,7 @@ def cmd_mark(args: argparse.Namespace) -> int:
         marked = steps.mark_step(journal, plan, args.step, args.status, note=args.note)
     finally:
         journal.close()
-    print(f"{marked.step_id}: {marked.before} → {marked.status}" + (f" (note: {args.note})" if args.note else ""))
+    print(f"{marked.step_id}: {marked.before} → {marked.status}" + (f" (note: {printable(args.note)})" if args.note else ""))
     return 0
 
 
@@ -198,7 +207,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         text = render(journal, plan, args.format)
     finally:
         journal.close()
-    sys.stdout.write(text)
+    sys.stdout.write(printable(text) if args.format == "markdown" else text)  # JSON escapes itself
     sys.stdout.flush()
     return 0
 
