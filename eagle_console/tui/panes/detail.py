@@ -72,6 +72,9 @@ def describe(plan: Plan, item_id: str | None, snap: Snapshot | None) -> Text:
 class DetailLine(Static):
     """Updated in place. Drafter findings, computed off the loop, are kept per step and shown below."""
 
+    def __init__(self, content: str = "", **kwargs) -> None:
+        super().__init__(content, markup=False, **kwargs)  # notes and titles are text, never markup
+
     def on_mount(self) -> None:
         self._extra: dict[str, list[str]] = {}
         self._last: tuple | None = None
