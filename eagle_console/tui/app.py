@@ -280,6 +280,8 @@ class ConsoleApp(App[int]):
 
     def _start(self, step_id: str) -> None:
         self._in_thread(workers.run_op, steps.start_step, self.ctx.engine, step_id)
+        step = self.ctx.plan.step(step_id)  # show what was just started: its service log, else its output
+        self.action_tab("server" if step is not None and step.service else "output")
 
     def action_next(self) -> None:
         self._in_thread(workers.choose_next, self.ctx.engine)

@@ -49,6 +49,11 @@ def summary_text(summary: dict[str, Any], history: list[tuple[float, float | Non
         out = Text(f"starting: {stages[-1]['name']}", style="bold yellow")
     else:
         out = Text("no startup stage yet", style="dim")
+    load = summary.get("load")
+    if load and not summary.get("ready"):  # the weight-loading bar, while the server loads
+        from eagle_console.cli.server_cmds import format_load
+
+        out += Text(f" · {format_load(load)}", style="yellow")
     if stages:
         out += Text("  " + " → ".join(s["name"] for s in stages), style="cyan")
     decode = summary.get("decode")
