@@ -82,6 +82,9 @@ def test_server_tab_opens_on_the_end_of_a_long_log(tmp_path: Path, size):
         await pilot.pause(0.3)
         at_end(pane)
         assert "more line 199" in screen_text(app)
+        await pilot.resize_terminal(size[0] - 20, size[1] - 6)  # tmux resizing the window: still at the end
+        await pilot.pause(0.3)
+        at_end(pane)
 
     drive(app, scenario, size=size)
 
