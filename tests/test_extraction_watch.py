@@ -105,3 +105,15 @@ def test_verify_builtin_reports_results(tmp_path: Path, capsys: pytest.CaptureFi
     assert get_builtin("extraction.verify").run(ctx) == 1
     text = capsys.readouterr().out
     assert "::result verify_bad=1" in text and "::result verify_files=12" in text
+
+
+def test_rate_without_a_log_is_the_pace_of_the_files_and_stays_put_after_the_end(tmp_path: Path) -> None:
+    """No log: the rate is the output files' pace (first to last sample), the same for every reader, and it
+    does not decay after the job ended (the old windowed rate fell towards 0 while nothing was written)."""
+    out = tmp_path / "out"
+    extract(out, "--samples", "6", "--rate", "20")
+    first = ExtractionWatch(outputs=[out], total=6).tick()["rate_per_s"]
+    again = ExtractionWatch(outputs=[out], total=6)
+    again.tick()
+    assert first is not None and first > 0
+    assert again.tick()["rate_per_s"] == first

@@ -131,3 +131,43 @@ def test_results_against_baseline(tmp_path):
     asyncio.run(main())
     assert delta("tok_s", 70.0, {"tok_s": 82.0}) == ("-14.6%", "red")
     assert delta("ttft_ms_median", 150.0, {"ttft_ms_median": 200.0}) == ("-25.0%", "green")
+
+
+def cli_figures(tmp_path) -> dict:
+    """What `eagle-console extraction LOG --json` says at this moment (a process of its own)."""
+    import json
+
+    out = subprocess.run([sys.executable, "-m", "eagle_console", "extraction", str(tmp_path / "extract.log"),
+                          "--total", "60", "--json"], capture_output=True, text=True, timeout=60, check=True)
+    return json.loads(out.stdout)
+
+
+def test_rate_is_the_runs_own_and_matches_the_cli(tmp_path, request):
+    """Issue #18: the pane said 0.10/s for a job the CLI saw at 15/s (its window reached back before the run
+    started) and kept drifting after the end. Now: within 10 % of the CLI's during the run, frozen after."""
+    ctx = plan_ctx(tmp_path, total=60, select="2.2")
+    (tmp_path / "extract.log").write_text("")  # the console watched an idle log for a while first
+    pane = ExtractionPane(ctx, refresh_s=0.2)
+    app = OneApp(pane)
+    procs: list[subprocess.Popen] = []
+    request.addfinalizer(lambda: [(p.kill(), p.wait()) for p in procs])
+
+    async def main() -> None:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await until(pilot, lambda: pane.last is not None and pane.last["done"] == 0, what="the idle log read")
+            await pilot.pause(3.0)
+            procs.append(start_extract(tmp_path, "--samples", "60", "--rate", "15"))
+            await until(pilot, lambda: pane.last and pane.last["done"] >= 20, timeout=30, what="20 samples")
+            cli = cli_figures(tmp_path)
+            ours = pane.last["rate_per_s"]
+            assert cli["rate_per_s"] is not None and ours is not None
+            assert abs(ours - cli["rate_per_s"]) <= 0.1 * cli["rate_per_s"], (ours, cli["rate_per_s"])
+            assert "/s" in str(pane.query_one("#ex-figures").render())
+            await until(pilot, lambda: pane.last and pane.last["summary"] is not None, timeout=30, what="the end")
+            ended = pane.last["rate_per_s"]
+            await pilot.pause(1.5)
+            assert pane.last["rate_per_s"] == ended  # frozen once the run ended
+            assert cli_figures(tmp_path)["rate_per_s"] == ended
+            assert abs(ended - 15.0) <= 1.5
+
+    asyncio.run(main())

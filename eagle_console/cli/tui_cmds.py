@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import sys
 from pathlib import Path
 
 from eagle_console.cli.common import CliError, add_sim, add_state_dir, load_plan, open_journal
@@ -71,19 +72,16 @@ def _run_console(plan_path: str | os.PathLike[str], *, state_dir: str | None, re
                    state_dir_override=Path(override) if override else None)
     headless = bool(os.environ.get(EXIT_AFTER_FIRST_PAINT))  # the startup benchmark runs without a terminal
     code = app.run(headless=headless)
+    crashed = app.return_code not in (None, 0)  # Textual sets 1 when the App died of an exception
     if app.first_paint is not None:
         fp = app.first_paint
         mods = " ".join(f"{m}={'yes' if v else 'no'}" for m, v in fp.modules.items())
         print(f"first-paint {fp.seconds:.4f}s modules {mods}")
     # `q` has already said "N runs keep running: …" (App.exit's message, printed once the screen is gone).
     app.ctx.journal.close()
-    return exit_status(app, code)
-
-
-def exit_status(app: object, code: object) -> int:
-    """The console's exit status: App.run returns None when the app died of an exception (Textual printed
-    the reason) while its `return_code` says 1 — a crash must not exit 0."""
-    return_code = getattr(app, "return_code", None)
-    if return_code:
-        return int(return_code)
+    if crashed:  # Textual printed the traceback; say it in one line and exit non-zero (was status 0)
+        reason = app._exception
+        print(f"eagle-console: the console stopped on an error: "
+              f"{type(reason).__name__ + ': ' + str(reason) if reason else 'see above'}", file=sys.stderr)
+        return app.return_code or 1
     return int(code or 0)

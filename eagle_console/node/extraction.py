@@ -13,8 +13,7 @@ import fnmatch
 import os
 import shutil
 import time
-from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from eagle_console.parse.tqdm import Progress, last_progress, parse_summary
 SAMPLE_SUFFIXES = (".pt", ".ckpt", ".ckpt.gz", ".safetensors")
 RACY_NS = 2_000_000_000  # an mtime this recent may hide a same-tick change: list the directory again
 SHM = Path("/dev/shm")
+FROM_ELAPSED_S = 10.0  # tqdm's elapsed (whole seconds) gives the run's mean rate from here on
 
 
 def is_sample(name: str, pattern: str | None) -> bool:
@@ -50,6 +50,8 @@ class OutputScanner:
         self.unsettled: dict[str, tuple[int, int]] = {}  # path -> (size, mtime_ns) of files still being written
         self.files = 0
         self.bytes = 0
+        self.first_ns: int | None = None  # mtime of the oldest and newest sample seen: the run's pace
+        self.last_ns: int | None = None
         self.listings = 0  # directories listed by the last tick (for benchmarks and tests)
 
     def tick(self) -> tuple[int, int]:
@@ -93,6 +95,7 @@ class OutputScanner:
                             state.files[entry.name] = est.st_size
                             self.files += 1
                             self.bytes += est.st_size
+                            self._saw(est.st_mtime_ns)
                             if now - est.st_mtime_ns < RACY_NS:
                                 self.unsettled[entry.path] = (est.st_size, est.st_mtime_ns)
         except OSError:
@@ -102,6 +105,16 @@ class OutputScanner:
             self.bytes -= state.files.pop(name)
             self.unsettled.pop(os.path.join(d, name), None)
         state.subdirs = subdirs
+
+    def _saw(self, mtime_ns: int) -> None:
+        self.first_ns = mtime_ns if self.first_ns is None else min(self.first_ns, mtime_ns)
+        self.last_ns = mtime_ns if self.last_ns is None else max(self.last_ns, mtime_ns)
+
+    def pace(self) -> float | None:
+        """Samples per second between the first and the last sample written (None before two)."""
+        if self.files < 2 or self.first_ns is None or self.last_ns is None or self.last_ns <= self.first_ns:
+            return None
+        return (self.files - 1) / ((self.last_ns - self.first_ns) / 1e9)
 
     def _forget(self, d: str) -> None:
         state = self.dirs.pop(d)
@@ -122,6 +135,7 @@ class OutputScanner:
             if state is not None and name in state.files and st.st_size != size:
                 self.bytes += st.st_size - state.files[name]
                 state.files[name] = st.st_size
+            self._saw(st.st_mtime_ns)
             if now - st.st_mtime_ns >= RACY_NS:
                 self.unsettled.pop(path)
             else:
@@ -202,18 +216,31 @@ def _tokens_from_postfix(postfix: str | None) -> int | None:
     return None
 
 
+def run_rate(progress: Progress | None, summary: dict[str, Any] | None, pace: float | None) -> float | None:
+    """Samples per second since the run started, frozen once it ended: from the job's own clock (the final
+    summary's `elapsed_s`, else tqdm's elapsed), so it never counts time before the run and every reader
+    (the CLI, the console) gets the same figure from the same log. Without a log: the output files' pace."""
+    if summary is not None:
+        elapsed, done = summary.get("elapsed_s"), summary.get("total_samples")
+        if isinstance(elapsed, (int, float)) and elapsed > 0 and isinstance(done, int) and done > 0:
+            return done / elapsed
+    if progress is not None:
+        # tqdm prints elapsed in whole seconds: n/elapsed is within 10 % from 10 s on; before, its own rate
+        if progress.elapsed_s >= FROM_ELAPSED_S and progress.n > 0:
+            return progress.n / progress.elapsed_s
+        if progress.rate_per_s is not None:
+            return progress.rate_per_s
+    return pace
+
+
 class ExtractionWatch:
     """`tick()` gives the `extraction --json` document of cli.md, plus `tokens`, `shm_free_bytes`, `warnings`."""
 
     def __init__(self, logs: Iterable[Path] = (), outputs: Iterable[Path] = (), pattern: str | None = None,
-                 total: int | None = None, clock: Callable[[], float] = time.monotonic,
-                 window_s: float = 120.0) -> None:
+                 total: int | None = None) -> None:
         self.logs = [LogReader(Path(p)) for p in logs]
         self.outputs = [OutputScanner(Path(p), pattern) for p in outputs]
         self.total = total
-        self.clock = clock
-        self.window_s = window_s
-        self.history: deque[tuple[float, int]] = deque()
 
     @classmethod
     def from_paths(cls, paths: Iterable[str | Path], pattern: str | None = None,
@@ -223,15 +250,6 @@ class ExtractionWatch:
         for p in map(Path, paths):
             (outputs if p.is_dir() else logs).append(p)
         return cls(logs=logs, outputs=outputs, pattern=pattern, total=total)
-
-    def _rate(self, now: float, done: int, fallback: float | None) -> float | None:
-        self.history.append((now, done))
-        while len(self.history) > 2 and now - self.history[0][0] > self.window_s:
-            self.history.popleft()
-        t0, d0 = self.history[0]
-        if now > t0 and done > d0:
-            return (done - d0) / (now - t0)
-        return fallback
 
     def tick(self) -> dict[str, Any]:
         for log in self.logs:
@@ -251,7 +269,8 @@ class ExtractionWatch:
             done = progress.n
         else:
             done = files
-        rate = self._rate(self.clock(), done, progress.rate_per_s if progress else None)
+        pace = next((p for p in (sc.pace() for sc in self.outputs) if p is not None), None)
+        rate = run_rate(progress, summary, pace)
         if summary is not None:
             eta = 0.0
         elif rate and total is not None:

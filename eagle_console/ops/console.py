@@ -66,3 +66,35 @@ def _vocab_line(a: str, b: str) -> str:
     except Exception as exc:
         return f"vocab compare: cannot compare {a} and {b}: {exc}"
     return f"vocab: {r['positions_differ']} positions differ · {r['meaning']}"
+
+
+def drafter_inputs_stamp(plan: Plan, item_id: str | None) -> tuple:
+    """What the step's drafter report reads, as (path, mtime_ns, size) of each input and of the files directly
+    in it (a drafter folder's config.json is rewritten by `json.set`): the report is stale when this changes."""
+    out: list[tuple[str, int, int]] = []
+    for action in drafter_actions(plan.step(item_id) if item_id else None):
+        for key in ("path", "target", "a", "b"):
+            value = action.with_.get(key)
+            if value:
+                out.extend(_stamp(Path(value)))
+    return tuple(out)
+
+
+def _stamp(path: Path) -> list[tuple[str, int, int]]:
+    try:
+        st = path.stat()
+    except OSError:
+        return [(str(path), -1, -1)]
+    out = [(str(path), st.st_mtime_ns, st.st_size)]
+    if path.is_dir():
+        try:
+            entries = sorted(path.iterdir())
+        except OSError:
+            entries = []
+        for entry in entries:
+            try:
+                est = entry.stat()
+            except OSError:
+                continue
+            out.append((str(entry), est.st_mtime_ns, est.st_size))
+    return out

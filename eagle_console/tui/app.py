@@ -25,7 +25,6 @@ from textual.widgets import Static, Tree
 
 from eagle_console.ops import export as export_op
 from eagle_console.ops import rollback, steps
-from eagle_console.ops.console import drafter_actions
 from eagle_console.tui import keys, messages, workers
 from eagle_console.tui.commands import ConsoleCommands
 from eagle_console.tui.context import ConsoleContext
@@ -219,17 +218,11 @@ class ConsoleApp(App[int]):
     @on(Tree.NodeHighlighted, "#plan")
     def _highlighted(self, event: Tree.NodeHighlighted) -> None:
         step_id = self.ctx.selected_step_id = event.node.data
-        self._show_detail()
-        if step_id and drafter_actions(self.ctx.plan.step(step_id)):  # its report reads files: off the loop
-            self._in_thread(workers.drafter_findings, self.ctx.plan, step_id, group="drafter", exclusive=True)
+        self._show_detail()  # the Detail line reads the step's drafter report itself, and again when it changes
         self._tell_panes(messages.StepSelected, step_id)
 
     def _show_detail(self) -> None:
         self.detail.show(self.ctx.plan, self.ctx.selected_step_id, self.snapshot)
-
-    @on(messages.DrafterFindings)
-    def _drafter_findings(self, message: messages.DrafterFindings) -> None:
-        self.detail.show_extra(message.step_id, message.lines)
 
     def _select(self, node_id: str) -> None:
         self.plan_pane.select_id(node_id)
@@ -252,7 +245,7 @@ class ConsoleApp(App[int]):
 
     def notify(self, message: str, *, title: str = "", severity: Any = "information", timeout: float | None = None,
                markup: bool = False) -> None:
-        """Every toast is plain text: it quotes step titles, refusals and errors, never markup (issue #18)."""
+        """Never markup: notices quote results, notes, titles and step output (`[/]` crashed the console)."""
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     @on(messages.OpDone)
@@ -287,6 +280,8 @@ class ConsoleApp(App[int]):
 
     def _start(self, step_id: str) -> None:
         self._in_thread(workers.run_op, steps.start_step, self.ctx.engine, step_id)
+        step = self.ctx.plan.step(step_id)  # show what was just started: its service log, else its output
+        self.action_tab("server" if step is not None and step.service else "output")
 
     def action_next(self) -> None:
         self._in_thread(workers.choose_next, self.ctx.engine)

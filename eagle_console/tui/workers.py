@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from textual.worker import get_current_worker
 
 from eagle_console.journal import Refused
-from eagle_console.ops import console, notices, rollback, steps
+from eagle_console.ops import notices, rollback, steps
 from eagle_console.ops.hints import Hints, refusal_text
 from eagle_console.tui import messages
 from eagle_console.tui.live import read_snapshot, reload_plan, stamp
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from textual.message import Message
 
     from eagle_console.engine.runner import Engine
-    from eagle_console.plan.model import Plan
     from eagle_console.tui.context import ConsoleContext
 
 Post = Callable[["Message"], Any]
@@ -66,10 +65,6 @@ def quit_line(post: Post, engine: Engine) -> None:
     except Exception as exc:  # quitting must always work
         line = f"could not list the runs still going: {exc}"
     post(messages.QuitReady(line))
-
-
-def drafter_findings(post: Post, plan: Plan, step_id: str) -> None:
-    post(messages.DrafterFindings(step_id, console.drafter_lines(plan, step_id)))
 
 
 class Notices:

@@ -108,6 +108,10 @@ class QuietStatic(Static):
 
     _shown: object = None
 
+    def __init__(self, content: Any = "", *, markup: bool = False, **kwargs: Any) -> None:
+        # Never markup by default: panes show log lines, paths, titles and results (`[/]` crashes markup).
+        super().__init__(content, markup=markup, **kwargs)
+
     def update(self, content: Any = "", *, layout: bool = True) -> None:
         key = (content.plain, tuple(content.spans), str(content.style)) if isinstance(content, Text) else content
         if key == self._shown:

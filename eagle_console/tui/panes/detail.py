@@ -9,11 +9,15 @@ from rich.text import Text
 from textual.widgets import Static
 
 from eagle_console.journal.status import plan_statuses, unmet_needs
+from eagle_console.ops.console import drafter_actions, drafter_inputs_stamp, drafter_lines
 from eagle_console.plan.safe_text import printable
+from eagle_console.tui.panes._logview import Poller
 
 if TYPE_CHECKING:
     from eagle_console.plan.model import Plan
     from eagle_console.tui.live import Snapshot
+
+DRAFTER_POLL_S = 1.0  # the verdict is right within ~1 s of a fix or a rollback
 
 
 def _when(at: float) -> str:
@@ -71,14 +75,30 @@ def describe(plan: Plan, item_id: str | None, snap: Snapshot | None) -> Text:
 
 
 class DetailLine(Static):
-    """Updated in place. Drafter findings, computed off the loop, are kept per step and shown below."""
+    """Updated in place. Drafter findings, computed off the loop, are kept per step and shown below.
 
-    def on_mount(self) -> None:
+    They are derived from files and the journal, so they are recomputed whenever either changes, not only
+    when the cursor moves: a poll (worker) compares the selected step, the journal's last event and the
+    stamps of the files the report reads, and reads the report again only when one of them changed."""
+
+    def __init__(self, content: str = "", *, refresh_s: float = DRAFTER_POLL_S, **kwargs) -> None:
+        super().__init__(content, markup=False, **kwargs)  # notes and titles are text, never markup
         self._extra: dict[str, list[str]] = {}
         self._last: tuple | None = None
+        self._drafter_key: tuple | None = None
+        self.poller = Poller(self, refresh_s, self._read_drafter, self._drafter_read, name="drafter-poll")
+
+    def on_mount(self) -> None:
+        self.poller.start()
+
+    def on_unmount(self) -> None:
+        self.poller.stop()
 
     def show(self, plan: Plan, item_id: str | None, snap: Snapshot | None) -> None:
+        moved = self._last is None or self._last[1] != item_id or self._last[0] is not plan
         self._last = (plan, item_id, snap)
+        if moved:  # a new step or plan: its report now, not at the next poll
+            self.poller.poke()
         text = describe(plan, item_id, snap)
         for line in self._extra.get(item_id or "", []):
             text.append("\n" + line, style="italic")
@@ -88,3 +108,21 @@ class DetailLine(Static):
         self._extra[item_id] = lines
         if self._last is not None and self._last[1] == item_id:
             self.show(*self._last)
+
+    def _read_drafter(self) -> tuple[str, list[str]] | None:
+        """Worker: the selected step's drafter report when its inputs or the journal changed, else None."""
+        if self._last is None:
+            return None
+        plan, item_id, snap = self._last
+        if not item_id or not drafter_actions(plan.step(item_id)):
+            self._drafter_key = None
+            return None
+        key = (id(plan), item_id, snap.event_id if snap else None, drafter_inputs_stamp(plan, item_id))
+        if key == self._drafter_key:
+            return None
+        self._drafter_key = key
+        return item_id, drafter_lines(plan, item_id)
+
+    def _drafter_read(self, result: tuple[str, list[str]] | None) -> None:
+        if result is not None:
+            self.show_extra(*result)

@@ -90,10 +90,10 @@ class ExtractionPane(Vertical):
                              hidden_interval=HIDDEN_S)
 
     def compose(self):
-        yield QuietStatic("", id="ex-warning")
+        yield QuietStatic("", id="ex-warning", markup=False)  # paths and log text: never markup
         yield QuietStatic("no extraction step in this plan", id="ex-title", markup=False)
         yield ProgressBar(total=None, show_eta=False, id="ex-bar")
-        yield QuietStatic("", id="ex-figures")
+        yield QuietStatic("", id="ex-figures", markup=False)
 
     def on_mount(self) -> None:
         self.poller.start()

@@ -87,6 +87,15 @@ class LogLines(ScrollView, can_focus=True):
                 style = style + extra
         return Strip([Segment(text.ljust(width), style)], width)
 
+    def on_resize(self) -> None:
+        """A following view stays on the last line when it changes size (the terminal resized, the head
+        above it grew, the tab shown again): Textual keeps the offset, which left the end off screen."""
+        if self.view.following:
+            self.scroll_end(animate=False, immediate=True)
+
+    def on_show(self) -> None:
+        self.on_resize()
+
     # Scrolling up by hand pauses following; End resumes it.
     def action_scroll_up(self) -> None:
         self.view.pause()

@@ -33,13 +33,15 @@ def delta(name: str, value: float | str, baseline: dict[str, float]) -> tuple[st
 
 
 def rows(results: list[Result], baseline: dict[str, float]) -> list[tuple]:
+    """Table rows; every cell is Text, since DataTable parses a str cell as markup (a step's `::result r=[/]`
+    crashed every console opened on its journal)."""
     out = []
     for r in results:
         value = f"{r.value:.2f}" if isinstance(r.value, float) else str(r.value)
         d, style = delta(r.name, r.value, baseline)
         base = baseline.get(r.name)
-        out.append((r.step_id, r.name, value, "" if base is None else f"{base:g}", Text(d, style=style),
-                    time.strftime("%H:%M:%S", time.localtime(r.at))))
+        out.append((Text(r.step_id), Text(r.name), Text(value), Text("" if base is None else f"{base:g}"),
+                    Text(d, style=style), Text(time.strftime("%H:%M:%S", time.localtime(r.at)))))
     return out
 
 
@@ -81,8 +83,8 @@ class ResultsPane(Vertical):
                              hidden_interval=HIDDEN_S)
 
     def compose(self):
-        yield Static("", id="results-headline")
-        yield Static("no results recorded yet", id="results-empty")
+        yield Static("", id="results-headline", markup=False)
+        yield Static("no results recorded yet", id="results-empty", markup=False)
         table: DataTable = DataTable(id="results", zebra_stripes=True, cursor_type="row")
         for label, key in (("STEP", "step"), ("RESULT", "name"), ("VALUE", "value"), ("BASELINE", "base"),
                            ("Δ", "delta"), ("AT", "at")):

@@ -51,11 +51,12 @@ def summary_text(summary: dict[str, Any], history: list[tuple[float, float | Non
         out = Text(f"starting: {stages[-1]['name']}", style="bold yellow")
     else:
         out = Text("no startup stage yet", style="dim")
+    load = summary.get("load")
+    if load and not summary.get("ready"):  # the weight-loading bar, while the server loads
+
+        out += Text(f" · {describe_load(load)}", style="yellow")
     if stages:
         out += Text("  " + " → ".join(s["name"] for s in stages), style="cyan")
-    load = summary.get("load")
-    if load and not summary.get("ready"):  # the longest startup phase of a 1T model: say how far it is
-        out += Text("\n" + describe_load(load), style="yellow")
     decode = summary.get("decode")
     if decode:
         acc = decode.get("accept_len")

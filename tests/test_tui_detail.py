@@ -1,0 +1,72 @@
+"""The Detail line's drafter verdict follows the files and the journal, not the cursor (issue #17): after a real
+run of the demo's 0.2 (json.set fixes max_position_embeddings, drafter.check passes) it says "ok", after the
+rollback restores 131072 it says "NOT ok" again, both without the cursor moving."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tuikit import drive, open_app, select, until
+
+
+@pytest.fixture
+def demo(tmp_path, monkeypatch):
+    from eagle_console.demo.build import build_demo, stop_leftovers
+
+    monkeypatch.setenv("EAGLE_CONSOLE_KILL_GRACE", "1")
+    plan_path = build_demo(tmp_path, orphans=0)
+    monkeypatch.setenv("EAGLE_CONSOLE_SIM", str(tmp_path / "sim"))
+    yield plan_path, tmp_path / "sim"
+    stop_leftovers(tmp_path)
+
+
+def drafter_line(app) -> str:
+    lines = [x for x in app.query_one("#detail").render().plain.splitlines() if x.startswith("drafter check")]
+    return lines[-1] if lines else ""
+
+
+def test_drafter_verdict_follows_the_run_and_its_rollback_without_moving_the_cursor(demo):
+    plan_path, sim = demo
+    app, journal = open_app(plan_path, sim_dir=sim)
+    config = Path(app.ctx.plan.step("0.2").action.with_["path"])
+
+    async def scenario(pilot):
+        await select(pilot, "0.2")
+        await until(pilot, lambda: "NOT ok" in drafter_line(app) and "CONTEXT_LENGTH" in drafter_line(app),
+                    what="the broken drafter's verdict")
+        await pilot.press("r")
+        await until(pilot, lambda: journal.statuses().get("0.2") == "completed", timeout=40, what="0.2 completed")
+        assert json.loads(config.read_text())["max_position_embeddings"] == 262144
+        await until(pilot, lambda: drafter_line(app).startswith("drafter check ok"), timeout=10,
+                    what="the verdict after the fix")
+        assert app.ctx.selected_step_id == "0.2"
+        await pilot.press("u")  # the rollback restores 131072
+        await until(pilot, lambda: "Enter roll back" in str(app.screen.query("#dialog-keys").first().render())
+                    if app.screen.query("#dialog-keys") else False, what="the rollback dialog")
+        await pilot.press("enter")
+        await until(pilot, lambda: journal.statuses().get("0.2") == "rolled_back", timeout=40, what="rolled back")
+        assert json.loads(config.read_text())["max_position_embeddings"] == 131072
+        await until(pilot, lambda: "NOT ok" in drafter_line(app), timeout=10, what="the verdict after the rollback")
+        assert app.ctx.selected_step_id == "0.2"
+
+    drive(app, scenario)
+
+
+def test_drafter_verdict_follows_an_edit_made_outside_the_console(demo):
+    """No journal event at all: the checked file's mtime alone brings the verdict up to date."""
+    plan_path, sim = demo
+    app, _ = open_app(plan_path, sim_dir=sim)
+    config = Path(app.ctx.plan.step("0.2").action.with_["path"])
+
+    async def scenario(pilot):
+        await select(pilot, "0.2")
+        await until(pilot, lambda: "NOT ok" in drafter_line(app), what="the broken drafter's verdict")
+        doc = json.loads(config.read_text())
+        doc["max_position_embeddings"] = 262144
+        config.write_text(json.dumps(doc, indent=2))
+        await until(pilot, lambda: drafter_line(app).startswith("drafter check ok"), timeout=10,
+                    what="the verdict after the edit")
+
+    drive(app, scenario)
