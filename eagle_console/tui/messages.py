@@ -72,16 +72,6 @@ class QuitReady(Message):
 
 
 @dataclass
-class DrafterFindings(Message):
-    """The drafter report lines of one step, for the Detail line."""
-
-    step_id: str
-    lines: list[str]
-
-
-# -- screens and panes → the App ------------------------------------------------------------------------
-
-@dataclass
 class GpusChanged(Message):
     """GPU holders changed (a kill ended, a run started): the GPU pane reads again now."""
 
