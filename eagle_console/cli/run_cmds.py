@@ -99,8 +99,10 @@ def _report(engine, run_id: int, wait: bool) -> int:
     if run.service and run.ready_at and not run.finished:
         print(f"{run.step_id}: ready (service pid {run.pid})")
         return 0
+    from eagle_console.cli.color import status as paint
+
     detail = f" — {run.reason}" if run.reason else ""
-    print(f"{run.step_id}: {state}{detail}")
+    print(f"{run.step_id}: {paint(state, state)}{detail}")
     return 0 if state == "completed" else 1
 
 
