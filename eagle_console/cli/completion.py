@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 # Positionals that take an id, a text or a URL rather than a path: no file names offered for them.
 NOT_A_FILE = {"step", "target", "text", "url", "shell", "STEP_OR_PHASE"}
+# Flag values that are files or folders (the others, e.g. --note TEXT, --grace, --match REGEX, are not).
+FILE_METAVARS = {"DIR", "PATH", "LOG", "PLAN", "FILE"}
 
 
 @dataclass
@@ -129,24 +131,25 @@ complete -o bashdefault -o default -F {fn} {prog}
 
 # -- zsh -----------------------------------------------------------------------------------------------------------
 
-def _zq(text: str) -> str:
-    """Text inside a single-quoted _arguments spec: no quote, brackets or colons to break it."""
-    text = " ".join(text.split()).replace("'", "").replace("[", "(").replace("]", ")").replace(":", " -")
-    return text[:80]
+def _zq(text: str, colons: bool = True) -> str:
+    """Text inside a single-quoted spec: no quote or brackets to break it (nor colons where they split)."""
+    text = " ".join(text.split()).replace("'", "").replace("[", "(").replace("]", ")")
+    return text if colons else text.replace(":", " ")
 
 
 def _zsh_flag(action: argparse.Action) -> list[str]:
     helptext = _zq(action.help or "") if action.help != argparse.SUPPRESS else ""
     value = ""
     if _takes_value(action):
-        what = _zq(str(action.metavar or action.dest))
-        value = f":{what}:({' '.join(map(str, action.choices))})" if action.choices else f":{what}:_files"
+        what = _zq(str(action.metavar or action.dest), colons=False)
+        act = "_files" if str(action.metavar) in FILE_METAVARS else " "
+        value = f":{what}:({' '.join(map(str, action.choices))})" if action.choices else f":{what}:{act}"
     return [f"'{s}[{helptext}]{value}'" for s in action.option_strings]
 
 
 def _zsh_positional(action: argparse.Action) -> str:
     kind = _positional_kind(action)
-    what = _zq(str(action.metavar or action.dest))
+    what = _zq(str(action.metavar or action.dest), colons=False)
     act = "_files" if kind == "@file" else " " if kind == "@any" else f"({kind.replace('|', ' ')})"
     many = "*" if action.nargs in ("+", "*") else ""
     optional = ":" if action.nargs in ("?", "*") else ""
