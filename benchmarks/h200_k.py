@@ -86,11 +86,14 @@ def main() -> int:
     os.environ.setdefault("EAGLE_CONSOLE_KILL_GRACE", "5")
     out: dict = {"label": label, "pid": os.getpid(), "pid_ns": os.readlink("/proc/self/ns/pid")}
     base = used_mib()
-    live = subprocess.Popen([sys.executable, "/tmp/holder.py", "2"], stdout=subprocess.PIPE, text=True)
+    # Both in sessions of their own, as jobs started from another terminal are: the console never signals
+    # anything in its own session, so a job sharing it would survive for that reason alone.
+    live = subprocess.Popen([sys.executable, "/tmp/holder.py", "2"], stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
     Path("/tmp/k_launcher.py").write_text(LAUNCHER)
     for i in range(n):
         Path(f"/tmp/k_worker{i}.out").unlink(missing_ok=True)
-    launcher = subprocess.Popen([sys.executable, "/tmp/k_launcher.py", str(n), gib])
+    launcher = subprocess.Popen([sys.executable, "/tmp/k_launcher.py", str(n), gib], start_new_session=True)
     assert "allocated" in live.stdout.readline()
     wait_for(lambda: all(Path(f"/tmp/k_worker{i}.out").exists() and "allocated" in
                          Path(f"/tmp/k_worker{i}.out").read_text() for i in range(n)), 180, "workers")

@@ -64,8 +64,9 @@ def test_step_with_completed_dependents_needs_cascade(tmp_path):
     eng = engine_for(path)
     for sid in ("0.1", "0.2", "0.3"):
         eng.wait(eng.start(sid), timeout=30)
-    with pytest.raises(Refused, match="0.2.*--cascade"):
+    with pytest.raises(Refused, match="0.2.*roll it back first") as refused:
         plan_rollback(eng, "0.1")
+    assert refused.value.fix == "cascade"  # each face names its own way to cascade (cli: --cascade)
     items = plan_rollback(eng, "0.1", cascade=True)
     assert [i.step_id for i in items] == ["0.3", "0.2", "0.1"]
 

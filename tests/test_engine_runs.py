@@ -12,6 +12,7 @@ import pytest
 from enginekit import engine_for, session_pids, wait_for, write_plan
 
 from eagle_console.journal import Refused
+from eagle_console.ops import steps
 
 
 @pytest.fixture(autouse=True)
@@ -236,9 +237,9 @@ def test_next_picks_first_pending_step_with_needs_met(tmp_path):
           run = "true"
     """)
     eng = engine_for(path)
-    assert eng.next_step().id == "0.1"
-    step, run_id = eng.start_next()
-    eng.wait(run_id, timeout=30)
-    assert eng.next_step().id == "0.2"
-    eng.wait(eng.start_next()[1], timeout=30)
-    assert eng.next_step() is None
+    assert steps.choose_next(eng).step.id == "0.1"
+    eng.wait(steps.start_run(eng, "0.1"), timeout=30)
+    assert steps.choose_next(eng).step.id == "0.2"
+    eng.wait(steps.start_run(eng, "0.2"), timeout=30)
+    choice = steps.choose_next(eng)
+    assert choice.step is None and choice.why.plan_done

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -50,7 +51,11 @@ def test_sim_memory_follows_live_holders_and_activity(sim):
     finally:
         holder.kill()
         holder.wait()
-    freed = backend.sample()  # a dead process frees its memory
+    # as a real driver: the process leaves the list at once, its memory the total a little later
+    leaving = backend.sample()
+    assert leaving.gpus[0].processes == [] and leaving.gpus[0].memory_used_mib > 0
+    time.sleep(gpustate.RELEASE_LAG_S + 0.1)
+    freed = backend.sample()
     assert freed.gpus[0].memory_used_mib == 0 and freed.gpus[0].utilization_pct == 0
 
 

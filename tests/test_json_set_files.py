@@ -77,3 +77,11 @@ def test_json_set_writes_through_a_symlinked_config(tmp_path):
     out = cli("rollback", str(plan), "0.2", "--yes")
     assert out.returncode == 0, out.stdout + out.stderr
     assert link.is_symlink() and blob.read_bytes() == original
+
+
+def test_json_set_relative_path_is_from_the_plan_folder(tmp_path):
+    """`path = "config.json"` names the file beside the plan (it was an internal error: ctx.plan is gone)."""
+    (tmp_path / "config.json").write_text('{"max_position_embeddings": 131072}\n')
+    plan = plan_for(tmp_path, "config.json")
+    run_and_rollback(plan)
+    assert json.loads((tmp_path / "config.json").read_text())["max_position_embeddings"] == 262144

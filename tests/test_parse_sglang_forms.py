@@ -170,3 +170,13 @@ def test_simulated_lines_honour_log_ms_and_forward_iters(monkeypatch) -> None:
     p.feed([line, logs.child_failed_line(running=True)])
     assert p.decode_samples == 1 and p.decode.forward_ct is not None
     assert codes(p.summary()) == {"CHILD_FAILED": "error"}
+
+
+def test_server_pane_shows_weight_loading_until_ready() -> None:
+    """The Server pane's head says how far the weights are while the server loads, not once it is ready."""
+    from eagle_console.tui.panes.server import summary_text
+
+    loading = summarize(["[2025-06-13 10:00:00 TP0] Load weight begin. avail mem=78.64 GB", *LOAD_BAR])
+    assert "weights: 121/163 shards (74.2%) · 3.30 shards/s · ETA 0:12" in summary_text(loading, []).plain
+    ready = summarize([*LOAD_BAR, "[2025-06-13 10:01:00] The server is fired up and ready to roll!"])
+    assert ready["ready"] and "weights:" not in summary_text(ready, []).plain

@@ -383,7 +383,7 @@ def test_n_on_a_manual_step_says_do_it_by_hand(tmp_path):
 
     async def scenario(pilot):
         await pilot.press("n")
-        await until(pilot, lambda: "0.1 is manual: do it by hand and mark it" in notices(app), what="manual")
+        await until(pilot, lambda: "0.1 is manual: do it by hand and mark it (m)" in notices(app), what="manual")
         assert journal.runs() == []
 
     drive(app, scenario)

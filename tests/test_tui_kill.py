@@ -87,8 +87,9 @@ def test_orphans_preselected_enter_kills_frees_memory_and_journals(tmp_path, nod
             await until(pilot, lambda: results, what="dismissed")
             # the GPU pane shows the memory freed; the other holder is untouched
             await until(pilot, lambda: {h.pid for h in pane.last.holders} == {other}, what="pane refreshed")
-            used = {g.index: g.memory_used_mib for g in pane.last.sample.gpus}
-            assert used[3] == 0 and used[5] == 0 and used[1] == 2048
+            # the driver lets go of the memory a little after the list (sim: release_lag_s)
+            await until(pilot, lambda: {g.index: g.memory_used_mib for g in pane.last.sample.gpus if
+                                        g.memory_used_mib} == {1: 2048}, what="memory freed on the pane")
             assert psutil.pid_exists(other)
 
     asyncio.run(main())

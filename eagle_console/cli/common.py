@@ -8,11 +8,18 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from eagle_console.ops.hints import Hints
+
 if TYPE_CHECKING:
     import argparse
 
     from eagle_console.journal import Journal
     from eagle_console.plan.model import Plan
+
+
+# How the CLI names its controls where a text from ops could use one ("fix and run again", "or use --cascade").
+CLI_HINTS = Hints(run=" (eagle-console run)", mark=" (eagle-console mark)", cascade=", or use --cascade",
+                  force=", or use --force to mark it rolled back without undoing anything")
 
 
 class CliError(Exception):

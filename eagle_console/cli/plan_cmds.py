@@ -17,6 +17,7 @@ from eagle_console.cli.common import (
     print_json,
     read_journal,
 )
+from eagle_console.plan.safe_text import printable
 
 if TYPE_CHECKING:
     from eagle_console.plan.model import Plan
@@ -25,6 +26,8 @@ STATUS_CHOICES = ("pending", "in_progress", "completed", "failed", "skipped", "r
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from eagle_console.plan.export import FORMATS
+
     p = sub.add_parser(
         "validate", help="check plan files; every error as PLAN:LINE:COL: message",
         description="Check one or more plan files (e.g. plans/*.toml) and print every error found. "
@@ -63,7 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "markdown: the tree with statuses, results, notes and decisions; json: status plus notes and results.",
     )
     p.add_argument("plan")
-    p.add_argument("--format", required=True, choices=("todowrite", "markdown", "json"))
+    p.add_argument("--format", required=True, choices=FORMATS)
     add_state_dir(p)
     p.set_defaults(func=cmd_export)
 
@@ -75,14 +78,18 @@ def _validate_one(path: str, state_dir: str | None) -> dict[str, Any]:
     from eagle_console.plan.loader import load_plan as load
 
     override = state_dir or os.environ.get("EAGLE_CONSOLE_STATE")
+    warnings: list[Any] = []
     try:
-        plan = load(Path(path), state_dir=Path(override) if override else None, check_builtins=True)
+        plan = load(Path(path), state_dir=Path(override) if override else None, check_builtins=True,
+                    warnings=warnings)
     except PlanError as exc:
         return {"ok": False, "plan": _plan_id_guess(Path(path)), "path": path,
                 "errors": [{"line": e.line, "column": e.column, "message": e.message} for e in exc.errors],
                 "lines": exc.format_all()}
     return {"ok": True, "plan": plan.id, "path": path, "errors": [], "lines": [],
-            "phases": len(plan.phases), "steps": sum(1 for _ in plan.steps())}
+            "phases": len(plan.phases), "steps": sum(1 for _ in plan.steps()),
+            "warnings": [{"line": w.line, "column": w.column, "message": w.message} for w in warnings],
+            "warning_lines": PlanError(Path(path), warnings).format_all()}
 
 
 def _plan_id_guess(path: Path) -> str | None:
@@ -100,12 +107,16 @@ def _plan_id_guess(path: Path) -> str | None:
 def cmd_validate(args: argparse.Namespace) -> int:
     reports = [_validate_one(p, args.state_dir) for p in args.plans]
     if args.json:
-        docs = [{"ok": r["ok"], "plan": r["plan"], "errors": r["errors"]} for r in reports]
+        # "warnings" only when there are some: the spec's document stays {ok, plan, errors}.
+        docs = [{"ok": r["ok"], "plan": r["plan"], "errors": r["errors"],
+                 **({"warnings": r["warnings"]} if r.get("warnings") else {})} for r in reports]
         print_json(docs[0] if len(docs) == 1 else docs)
     else:
         for r in reports:
             if r["ok"]:
                 print(f"{r['path']}: ok — plan {r['plan']}, {_count(r['phases'], 'phase')}, {_count(r['steps'], 'step')}")
+                for line in r["warning_lines"]:
+                    print(line)
             else:
                 for line in r["lines"]:
                     print(line)
@@ -157,66 +168,50 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-# -- mark, note ----------------------------------------------------------------------------------------------------
-
-def _known_ids(plan: Plan) -> str:
-    return ", ".join(s.id for s in plan.steps())
-
+# -- mark, note, export ----------------------------------------------------------------------------------------
 
 def cmd_mark(args: argparse.Namespace) -> int:
+    from eagle_console.ops import steps
+
     plan = load_plan(args.plan, args.state_dir)
-    if plan.phase(args.step) is not None and plan.step(args.step) is None:
-        raise CliError(f"{args.step} is a phase; a phase's status is derived from its steps — mark its steps "
-                       f"({', '.join(s.id for s in plan.phase(args.step).steps) or 'none'})")
-    if plan.step(args.step) is None:
-        raise CliError(f"unknown step {args.step!r} in plan {plan.id}; steps: {_known_ids(plan)}")
+    try:
+        steps.check_markable(plan, args.step)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
     journal = open_journal(plan)
     try:
-        before = journal.statuses().get(args.step, "pending")
-        journal.mark(args.step, args.status, note=args.note)
+        marked = steps.mark_step(journal, plan, args.step, args.status, note=args.note)
     finally:
         journal.close()
-    print(f"{args.step}: {before} → {args.status}" + (f" (note: {args.note})" if args.note else ""))
+    print(f"{marked.step_id}: {marked.before} → {marked.status}" + (f" (note: {printable(args.note)})" if args.note else ""))
     return 0
 
 
 def cmd_note(args: argparse.Namespace) -> int:
+    from eagle_console.ops import steps
+
     plan = load_plan(args.plan, args.state_dir)
-    if plan.step(args.step) is None and plan.phase(args.step) is None:
-        phases = ", ".join(p.id for p in plan.phases)
-        raise CliError(f"unknown step {args.step!r} in plan {plan.id}; steps: {_known_ids(plan)}; "
-                       f"phases: {phases}")
-    if not args.text.strip():
-        raise CliError("the note is empty")
     journal = open_journal(plan)
     try:
-        journal.note(args.step, args.text)
+        print(steps.note(journal, args.step, args.text, plan=plan))
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
     finally:
         journal.close()
-    print(f"{args.step}: noted")
     return 0
 
 
-# -- export ------------------------------------------------------------------------------------------------------
-
 def cmd_export(args: argparse.Namespace) -> int:
-    from eagle_console.plan import export
+    from eagle_console.ops.export import render
 
     plan = load_plan(args.plan, args.state_dir)
     journal = read_journal(plan)
     try:
-        statuses = journal.statuses()
-        if args.format == "todowrite":
-            print_json(export.todowrite(plan, statuses))
-            return 0
-        notes, results = journal.notes(), journal.results()
-        runs = {s.id: journal.latest_run(s.id) for s in plan.steps()}
+        text = render(journal, plan, args.format)
     finally:
         journal.close()
-    if args.format == "markdown":
-        sys.stdout.write(export.markdown(plan, statuses, notes, results, runs))
-    else:
-        print_json(export.as_json(plan, statuses, notes, results, runs))
+    sys.stdout.write(printable(text) if args.format == "markdown" else text)  # JSON escapes itself
+    sys.stdout.flush()
     return 0
 
 

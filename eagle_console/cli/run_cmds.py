@@ -1,4 +1,4 @@
-"""`run`, `next`, `rollback`, `log`: the engine from the command line."""
+"""`run`, `next`, `rollback`, `log`: argparse and printing over eagle_console.ops (which decides)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,12 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from eagle_console.cli.common import CliError, add_state_dir, load_plan, open_journal
+from eagle_console.cli.common import CLI_HINTS, CliError, add_state_dir, load_plan, open_journal
+
+if TYPE_CHECKING:
+    from eagle_console.journal import Refused
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -66,20 +70,28 @@ def _confirm(question: str, yes: bool) -> None:
         raise CliError("cancelled", code=1)
 
 
+def _refused(exc: Refused) -> CliError:
+    from eagle_console.ops.hints import refusal_text
+
+    return CliError(refusal_text(exc, CLI_HINTS), code=1)
+
+
 def _start(engine, step_id: str, args: argparse.Namespace, force: bool = False) -> int:
     from eagle_console.journal import Refused
+    from eagle_console.ops import steps
 
-    step = engine.plan.step(step_id)
-    if step is not None and step.confirm:
-        _confirm(f"run {step.id} ({step.title})?", args.yes)
+    request = steps.run_request(engine.plan, step_id)
+    if request.confirm:
+        _confirm(f"run {request.step.id} ({request.step.title})?", args.yes)
     try:
-        run_id = engine.start(step_id, force=force)
+        return steps.start_run(engine, step_id, force=force)
     except Refused as exc:
-        raise CliError(str(exc), code=1) from None
-    return run_id
+        raise _refused(exc) from None
 
 
 def _report(engine, run_id: int, wait: bool) -> int:
+    from eagle_console.ops import steps
+
     run = engine.journal.run(run_id)
     print(f"started run {run_id} of step {run.step_id}; log: {run.log}")
     if not wait:
@@ -91,19 +103,18 @@ def _report(engine, run_id: int, wait: bool) -> int:
             sys.stderr.write(f"\r{r.step_id}: running {time.monotonic() - t0:5.0f}s ")
             sys.stderr.flush()
 
-    run = engine.wait(run_id, until_ready=True, on_tick=tick)
+    outcome = steps.wait_run(engine, run_id, on_tick=tick)
     if sys.stderr.isatty():
         sys.stderr.write("\n")
-    status = engine.journal.states().get(run.step_id)
-    state = status.status if status else "pending"
-    if run.service and run.ready_at and not run.finished:
+    run = outcome.run
+    if outcome.ready:
         print(f"{run.step_id}: ready (service pid {run.pid})")
         return 0
     from eagle_console.cli.color import status as paint
 
     detail = f" — {run.reason}" if run.reason else ""
-    print(f"{run.step_id}: {paint(state, state)}{detail}")
-    return 0 if state == "completed" else 1
+    print(f"{run.step_id}: {paint(outcome.status, outcome.status)}{detail}")
+    return 0 if outcome.ok else 1
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -112,48 +123,42 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_next(args: argparse.Namespace) -> int:
-    from eagle_console.journal import Refused
+    from eagle_console.ops import steps
 
     engine = _engine(args)
-    engine.reconcile()
-    step = engine.next_step()
-    if step is None:
-        raise CliError(engine.why_no_next(), code=1)
-    if step.action is None:
-        raise CliError(f"the next step, {step.id} ({step.title}), is a manual step: do it by hand and mark it",
-                       code=1)
-    try:
-        return _report(engine, _start(engine, step.id, args), args.wait)
-    except Refused as exc:
-        raise CliError(str(exc), code=1) from None
+    choice = steps.choose_next(engine, CLI_HINTS)
+    if choice.step is None:
+        raise CliError(choice.message or "nothing to run next", code=1)
+    if choice.manual:
+        raise CliError(f"the next step, {choice.step.id} ({choice.step.title}), is a manual step: do it by hand "
+                       f"and mark it{CLI_HINTS.mark}", code=1)
+    return _report(engine, _start(engine, choice.step.id, args), args.wait)
 
 
 def cmd_rollback(args: argparse.Namespace) -> int:
-    from eagle_console.engine.rollback import plan_rollback, rollback_outcome, start_rollback
     from eagle_console.journal import Refused
+    from eagle_console.ops import rollback
 
     engine = _engine(args)
     try:
-        items = plan_rollback(engine, args.target, args.cascade, args.force)
+        items = rollback.plan(engine, args.target, args.cascade, args.force)
     except Refused as exc:
-        raise CliError(str(exc), code=1) from None
+        raise _refused(exc) from None
     print(f"rollback of {args.target} will undo, in order:")
     for n, item in enumerate(items, 1):
         print(f"  {n}. {item.step_id}: {item.description}")
     _confirm("go ahead?", args.yes)
     try:
-        rollback_id, _ = start_rollback(engine, args.target, args.cascade, args.force)
+        started = rollback.start(engine, args.target, args.cascade, args.force)
     except Refused as exc:
-        raise CliError(str(exc), code=1) from None
-    print(f"rollback {rollback_id} started; log: {engine.plan.state_dir / 'logs' / f'rollback-{rollback_id}.log'}")
+        raise _refused(exc) from None
+    print(f"rollback {started.rollback_id} started; log: {started.log}")
     if args.no_wait:
         return 0
-    while (outcome := rollback_outcome(engine, rollback_id)) is None:
-        engine.reconcile()  # a dead supervisor ends the rollback as `lost`, whoever notices it first
-        time.sleep(0.2)
-    if outcome.get("outcome") == "lost":
-        raise CliError(f"the rollback's supervisor died ({outcome.get('reason')}); run the rollback again to "
-                       "resume it", code=1)
+    try:
+        outcome = rollback.wait_outcome(engine, started.rollback_id)
+    except Refused as exc:
+        raise _refused(exc) from None
     if outcome.get("outcome") == "completed":
         print(f"rolled back: {', '.join(i.step_id for i in items)}")
         return 0
@@ -162,14 +167,17 @@ def cmd_rollback(args: argparse.Namespace) -> int:
 
 
 def cmd_log(args: argparse.Namespace) -> int:
-    engine = _engine(args, readonly=True)  # a reader: a dead supervisor's run ends in memory, nothing is written
+    from eagle_console.ops import logs
+
+    engine = _engine(args, readonly=True)  # a reader: a dead supervisor's run ends in memory
     engine.reconcile()
     if engine.plan.step(args.step) is None:
         raise CliError(f"no step {args.step!r} in plan {engine.plan.id}")
-    path = engine.latest_log(args.step)
-    if path is None:
+    run = logs.latest_log_run(engine.journal, args.step)
+    if run is None:
         raise CliError(f"step {args.step} has not run yet: no log", code=1)
-    if not Path(path).exists():
+    path = Path(run.log)
+    if not path.exists():
         raise CliError(f"the log {path} does not exist (yet)", code=1)
     out = sys.stdout.buffer
     with open(path, "rb") as f:
@@ -178,7 +186,6 @@ def cmd_log(args: argparse.Namespace) -> int:
         out.flush()
         if not args.follow:
             return 0
-        run = engine.journal.latest_run(args.step, kind=None)
         while True:  # until the run ends (or ^C)
             chunk = f.read(1 << 16)
             if chunk:

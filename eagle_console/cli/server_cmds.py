@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eagle_console.cli.common import CliError, add_json, print_json
+from eagle_console.parse.sglang_log import describe_load
 
 if TYPE_CHECKING:
     from eagle_console.parse.nccl import NcclSummary
-    from eagle_console.parse.sglang_log import LoadJson, ServerLogSummary, SglangLogParser
+    from eagle_console.parse.sglang_log import ServerLogSummary, SglangLogParser
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -98,7 +99,7 @@ def _print_server_log(s: ServerLogSummary, parser: SglangLogParser) -> None:
     for st in s["stages"]:
         print(f"  {st['name']:<26} {st['line']}")
     if s["load"]:
-        print(format_load(s["load"]))
+        print(describe_load(s["load"]))
     d = s["decode"]
     if d:
         accept = f"{d['accept_len']:.2f}" if d["accept_len"] is not None else "n/a"
@@ -109,17 +110,6 @@ def _print_server_log(s: ServerLogSummary, parser: SglangLogParser) -> None:
             print(f"throughput over {len(history)} logs: {sparkline(history)}")
     for f in s["findings"]:
         print(f"{f['severity']:7} {f['code']:26} {f['message']}")
-
-
-def format_load(load: LoadJson) -> str:
-    """`weights: 121/163 shards (74.2%) · 3.30 shards/s · ETA 0:12`: the weight-loading bar in words."""
-    out = f"weights: {load['done']}/{load['total']} shards ({load['pct']:.1f}%)"
-    if load["rate_s"]:
-        out += f" · {load['rate_s']:.2f} shards/s" if load["rate_s"] >= 1 else f" · {1 / load['rate_s']:.1f} s/shard"
-    if load["eta_s"] is not None and load["done"] < load["total"]:
-        minutes, secs = divmod(int(load["eta_s"]), 60)
-        out += f" · ETA {minutes}:{secs:02d}"
-    return out
 
 
 _BARS = "▁▂▃▄▅▆▇█"

@@ -77,4 +77,13 @@ def _run_console(plan_path: str | os.PathLike[str], *, state_dir: str | None, re
         print(f"first-paint {fp.seconds:.4f}s modules {mods}")
     # `q` has already said "N runs keep running: …" (App.exit's message, printed once the screen is gone).
     app.ctx.journal.close()
+    return exit_status(app, code)
+
+
+def exit_status(app: object, code: object) -> int:
+    """The console's exit status: App.run returns None when the app died of an exception (Textual printed
+    the reason) while its `return_code` says 1 — a crash must not exit 0."""
+    return_code = getattr(app, "return_code", None)
+    if return_code:
+        return int(return_code)
     return int(code or 0)

@@ -16,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+from eagle_console.engine.pyenv import own_entry
+
 PLAN_TEMPLATE = """\
 # The demo plan: Phase 0 of the EAGLE-3 effort (see plans/phase0-aqmedai-probe.toml) on a simulated
 # 8x RTX PRO 6000 node, plus a short hidden-state extraction. Built by `eagle-console demo`.
@@ -175,10 +177,14 @@ def build_demo(root: Path, orphans: int = 2, port: int | None = None, container:
     plan_path = root / "plans" / "demo.toml"
     plan_path.parent.mkdir(exist_ok=True)
     python_cmd = f"{sys.executable} -m eagle_console.sim.sglang_server"
-    plan_path.write_text(PLAN_TEMPLATE.format(
+    text = PLAN_TEMPLATE.format(
         root=_toml_str(str(root)), python=_toml_str(python_cmd), port=port or free_port(),
         python_exe=_toml_str(sys.executable),
-    ))
+    )
+    entry = own_entry()
+    if entry:  # a source checkout, not installed: the demo's steps run this package's sim, so say where it is
+        text = text.replace("[env]\n", f"[env]\nPYTHONPATH = {_toml_str(entry)}\n", 1)
+    plan_path.write_text(text)
     if orphans:
         sim_orphans.leave_orphans(root / "sim", orphans)
     return plan_path

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from eagle_console.engine.builtins import NotAvailable, get_builtin
 from eagle_console.engine.builtins.base import ActionContext, BuiltinError
+from eagle_console.engine.pyenv import forget_own_entry
 from eagle_console.engine.spec import decode_call
 
 
@@ -26,6 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="eagle_console.engine.action")
     ap.add_argument("--call", required=True, help="the BuiltinCall, as JSON")
     args = ap.parse_args(argv)
+    forget_own_entry()  # a server it execs, or a process it starts, gets the operator's PYTHONPATH
     try:
         call = decode_call(args.call)
     except (ValueError, TypeError) as exc:

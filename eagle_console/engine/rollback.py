@@ -10,6 +10,7 @@ from __future__ import annotations
 from eagle_console.engine.runner import Engine, action_argv, action_env, kill_grace_s, launch_supervisor
 from eagle_console.engine.spec import RollbackSpec, UndoItem, write_spec
 from eagle_console.journal import Refused
+from eagle_console.ops.logs import rollback_log_path
 from eagle_console.plan.model import Step
 
 UNDOABLE = ("completed", "failed", "in_progress")
@@ -53,8 +54,8 @@ def rollback_order(engine: Engine, target: str, cascade: bool = False) -> list[S
             if dep.id in selected:
                 continue
             if not cascade:
-                raise Refused(f"{dep.id} ({dep.title}) is completed and needs {s.id}: roll it back first, "
-                              "or use --cascade")
+                raise Refused(f"{dep.id} ({dep.title}) is completed and needs {s.id}: roll it back first",
+                              fix="cascade")
             selected[dep.id] = dep
             frontier.append(dep)
     return sorted(selected.values(), key=lambda s: order_index[s.id], reverse=True)
@@ -99,8 +100,8 @@ def undo_item(engine: Engine, step: Step, force: bool = False) -> UndoItem:
         return UndoItem(step.id, "stop the service", None, stop)
     if force:
         return UndoItem(step.id, "no rollback defined: marked rolled back only (--force)", mark_only=True)
-    raise Refused(f"step {step.id} has no `rollback` and no built-in undo: add one to the plan, mark it by "
-                  "hand, or use --force to mark it rolled back without undoing anything")
+    raise Refused(f"step {step.id} has no `rollback` and no built-in undo: add one to the plan, or mark it by "
+                  "hand", fix="force")
 
 
 def plan_rollback(engine: Engine, target: str, cascade: bool = False, force: bool = False) -> list[UndoItem]:
@@ -122,7 +123,7 @@ def start_rollback(engine: Engine, target: str, cascade: bool = False, force: bo
     stops = {i.step_id: int(i.stop["run_id"]) for i in items if i.stop}
     rollback_id = engine.journal.begin_rollback(target, [i.step_id for i in items], stops, who, cascade=cascade,
                                                 force=force)
-    log = plan.state_dir / "logs" / f"rollback-{rollback_id}.log"
+    log = rollback_log_path(plan, rollback_id)
     spec = RollbackSpec(rollback_id=rollback_id, target=target, journal=str(engine.journal.path), log=str(log),
                         cwd=str(plan.folder), env={**items[0].env} if items and items[0].env else {},
                         items=items, grace_s=kill_grace_s())

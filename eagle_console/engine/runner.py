@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from eagle_console.engine.procs import alive
+from eagle_console.engine.pyenv import builtin_argv, own_process_env
 from eagle_console.engine.spec import ActionSpec, BuiltinCall, ReadySpec, encode_call, write_spec
-from eagle_console.journal import DONE, EventKind, Journal, Refused, Run, plan_statuses
+from eagle_console.journal import EventKind, Journal, Refused, Run, plan_statuses
 from eagle_console.plan.model import Action, Plan, Ready, Step
+from eagle_console.statedir import private_opener
 
 # A run whose supervisor has not reported its pid after this long never started.
 SUPERVISOR_START_GRACE_S = 20.0
-RUNNABLE_AGAIN = ("pending", "rolled_back")
 
 
 def kill_grace_s() -> float:
@@ -46,8 +47,7 @@ def action_argv(plan: Plan, step: Step, action: Action, mode: str, run_id: int |
         return ["/bin/bash", "-c", action.shell or ""]
     if action.kind == "argv":
         return list(action.argv or ())
-    call = builtin_call(plan, step, action, mode, run_id, force, service_run)
-    return [sys.executable, "-m", "eagle_console.engine.action", "--call", encode_call(call)]
+    return builtin_argv(encode_call(builtin_call(plan, step, action, mode, run_id, force, service_run)))
 
 
 def builtin_call(plan: Plan, step: Step, action: Action, mode: str, run_id: int | None = None,
@@ -62,31 +62,27 @@ def builtin_call(plan: Plan, step: Step, action: Action, mode: str, run_id: int 
 
 
 def action_env(plan: Plan, step: Step, run_id: int | None = None) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(plan.env)
-    env.update(step.env)
+    """What a run changes in the environment: the plan's `[env]`, the step's `env`, and ours.
+
+    Only these go into the spec (never a copy of os.environ: it would put the operator's secrets in the
+    state dir); the supervisor lays them over the environment it inherited from the operator.
+    """
+    env = {**plan.env, **step.env}
     env["PYTHONUNBUFFERED"] = "1"  # progress lines reach the log as they are printed
     env["EAGLE_CONSOLE_STEP"] = step.id
     if run_id is not None:
         env["EAGLE_CONSOLE_RUN_ID"] = str(run_id)
-    env["PYTHONPATH"] = package_pythonpath(env.get("PYTHONPATH"))
     return env
-
-
-def package_pythonpath(current: str | None) -> str:
-    """PYTHONPATH with this package's root first: child processes import this very copy, installed or not."""
-    pkg_root = str(Path(__file__).resolve().parents[2])
-    return os.pathsep.join(p for p in (pkg_root, current) if p)
 
 
 def launch_supervisor(spec_path: Path) -> None:
     """Start a detached supervisor; returns once it has forked away (the console is not its parent)."""
     log = spec_path.with_suffix(".supervisor.log")
-    with open(log, "ab") as out:
+    with open(log, "ab", opener=private_opener) as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "eagle_console.engine.supervise", str(spec_path), "--detach"],
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            env={**os.environ, "PYTHONPATH": package_pythonpath(os.environ.get("PYTHONPATH"))},
+            env=own_process_env(os.environ),
         )
     proc.wait()
 
@@ -133,49 +129,15 @@ class Engine:
     def statuses(self) -> dict[str, str]:
         return plan_statuses(self.plan, self.journal.statuses())
 
-    def next_step(self) -> Step | None:
-        """The first pending step whose needs are met, in plan order."""
-        statuses = self.statuses()
-        for step in self.plan.steps():
-            if statuses[step.id] not in RUNNABLE_AGAIN:
-                continue
-            if all(statuses.get(n, "pending") in DONE for n in step.needs):
-                return step
-        return None
-
-    def why_no_next(self) -> str:
-        """Why `next` has nothing to run: the plan is done, or what blocks the rest."""
-        statuses = self.statuses()
-        failed = [s for s in self.plan.steps() if statuses[s.id] == "failed"]
-        running = [s for s in self.plan.steps() if statuses[s.id] == "in_progress"]
-        pending = [s for s in self.plan.steps() if statuses[s.id] in RUNNABLE_AGAIN]
-        if not pending and not failed and not running:
-            return "every step is completed or skipped: the plan is done"
-        parts = []
-        if failed:
-            states = self.journal.states()
-            parts.append("failed: " + ", ".join(
-                f"{s.id}" + (f" ({states[s.id].reason})" if s.id in states and states[s.id].reason else "")
-                for s in failed) + " — fix and run again (r), or mark it")
-        if running:
-            parts.append("in progress: " + ", ".join(s.id for s in running))
-        if pending:
-            parts.append("waiting on needs: " + ", ".join(
-                f"{s.id} needs {', '.join(n for n in s.needs if statuses.get(n) not in DONE)}" for s in pending))
-        return "nothing to run next; " + "; ".join(parts)
-
     def log_path(self, step: Step, run_id: int) -> Path:
-        return step.log or self.plan.state_dir / "logs" / f"{step.id}-{run_id}.log"
+        from eagle_console.ops.logs import step_log_path
 
-    def latest_log(self, step_id: str) -> Path | None:
-        run = self.journal.latest_run(step_id, kind=None)
-        return Path(run.log) if run and run.log else None
+        return step_log_path(self.plan, step, run_id)
 
     def live_service(self, step_id: str) -> Run | None:
-        run = self.journal.latest_run(step_id)
-        if run and run.service and not run.finished and alive(run.supervisor_pid, run.supervisor_ctime):
-            return run
-        return None
+        from eagle_console.ops.logs import live_service
+
+        return live_service(self.journal, step_id)
 
     # -- doing ---------------------------------------------------------------------------------------------
 
@@ -226,15 +188,6 @@ class Engine:
         if cls is None or not cls.service or step.action is None:
             return None  # an unavailable one: the action process says so in the step log
         return cls().default_ready(ActionContext.from_call(builtin_call(self.plan, step, step.action, "run")))
-
-    def start_next(self, who: str | None = None) -> tuple[Step, int]:
-        step = self.next_step()
-        if step is None:
-            raise Refused(self.why_no_next())
-        if step.action is None:
-            raise Refused(f"the next step, {step.id} ({step.title}), is a manual step: do it by hand and "
-                          "mark it (m)")
-        return step, self.start(step.id, who=who)
 
     def wait(self, run_id: int, until_ready: bool = True, timeout: float | None = None,
              on_tick: Callable[[Run], None] | None = None) -> Run:

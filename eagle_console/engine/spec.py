@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eagle_console.statedir import private_dirs, write_private
+
 
 @dataclass
 class BuiltinCall:
@@ -63,7 +65,7 @@ class ActionSpec:
     log: str
     argv: list[str]
     cwd: str
-    env: dict[str, str]  # the full environment of the action
+    env: dict[str, str]  # overrides: plan [env] + step env + ours, laid over the supervisor's own environment
     timeout_s: float | None = None
     grace_s: float = 10.0
     service: bool = False
@@ -88,16 +90,17 @@ class RollbackSpec:
     journal: str
     log: str
     cwd: str
-    env: dict[str, str]
+    env: dict[str, str]  # overrides, as ActionSpec.env
     items: list[UndoItem] = field(default_factory=list)
     grace_s: float = 10.0
 
 
 def write_spec(path: Path, spec: ActionSpec | RollbackSpec) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dirs(path.parent)
     data = {"type": type(spec).__name__, **asdict(spec)}
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data))
+    tmp.unlink(missing_ok=True)  # a leftover would keep its old mode
+    write_private(tmp, json.dumps(data))
     os.replace(tmp, path)
 
 

@@ -21,8 +21,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from eagle_console.engine.procs import alive, create_time, stop_session
+from eagle_console.engine.pyenv import child_env, forget_own_entry
 from eagle_console.engine.spec import ActionSpec, RollbackSpec, read_spec
 from eagle_console.journal import EventKind, Journal
+from eagle_console.statedir import private_dirs, private_opener
 
 RESULT_RE = re.compile(r"^::result\s+([A-Za-z0-9_.\-]+)=(.*)$")
 POLL_S = 0.1
@@ -74,7 +76,7 @@ def describe_exit(code: int) -> str:
 class Supervisor:
     def __init__(self, journal: Journal, log: Path) -> None:
         self.journal, self.log_path = journal, log
-        log.parent.mkdir(parents=True, exist_ok=True)
+        private_dirs(log.parent)
         self.terminate_reason: str | None = None
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -84,15 +86,16 @@ class Supervisor:
         self.terminate_reason = "the supervisor received SIGTERM"
 
     def note(self, text: str) -> None:
-        with open(self.log_path, "a", encoding="utf-8") as f:
+        with open(self.log_path, "a", encoding="utf-8", opener=private_opener) as f:
             f.write(f"[eagle-console] {text}\n")
 
     def start(self, argv: list[str], cwd: str, env: dict[str, str]) -> subprocess.Popen:
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_path, "ab")  # the child writes here directly: no pipe to break if we die
+        """Start `argv` with `env` (the spec's overrides) laid over the operator's environment."""
+        private_dirs(self.log_path.parent)
+        log = open(self.log_path, "ab", opener=private_opener)  # the child writes here: no pipe to break
         try:
             return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                    cwd=cwd, env=env, start_new_session=True)
+                                    cwd=cwd, env=child_env(argv, env), start_new_session=True)
         finally:
             log.close()
 
@@ -256,14 +259,10 @@ def _service_ended(journal: Journal, sup: Supervisor, spec: ActionSpec, rc: int,
 
 
 def http_ok(url: str) -> bool:
-    import urllib.error
-    import urllib.request
+    from eagle_console.httpnet import probe
 
-    try:
-        with urllib.request.urlopen(url, timeout=1.0) as resp:  # noqa: S310 (loopback/plan URL)
-            return 200 <= resp.status < 300
-    except (urllib.error.URLError, OSError, ValueError):
-        return False
+    status = probe(url, deadline_s=1.0)
+    return status is not None and 200 <= status < 300
 
 
 def run_rollback(spec: RollbackSpec) -> int:
@@ -343,6 +342,7 @@ def main(argv: list[str]) -> int:
         os._exit(0)  # the caller reaps this parent at once; the child below is adopted by init
     if "--detach" in argv:
         os.setsid()
+    forget_own_entry()  # what we start gets the operator's PYTHONPATH (child_env adds ours where needed)
     spec = read_spec(Path(argv[0]))
     try:
         if isinstance(spec, ActionSpec):

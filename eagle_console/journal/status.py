@@ -32,7 +32,25 @@ def plan_statuses(plan: Plan, step_status: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+def unmet(needs: Mapping[str, Iterable[str]], step_status: Mapping[str, str]) -> list[str]:
+    """The needs not met: the one rule. A need is met when every step behind it is completed or skipped.
+
+    `needs` maps each need id to the step ids behind it (a step: itself; a phase: its steps, none for an
+    empty phase, which is met). Statuses absent from `step_status` are pending. Pure, so the journal's
+    check inside its transaction, `next`, the tree and the detail line cannot disagree.
+    """
+    return [need for need, ids in needs.items() if any(step_status.get(i, "pending") not in DONE for i in ids)]
+
+
+def need_steps(plan: Plan, ids: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """Each need id with the step ids behind it (a phase stands for all of its steps)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for i in ids:
+        phase = plan.phase(i)
+        out[i] = tuple(s.id for s in phase.steps) if phase is not None else (i,)
+    return out
+
+
 def unmet_needs(plan: Plan, step: Step, step_status: Mapping[str, str]) -> list[str]:
-    """The ids in `step.needs` that are not completed or skipped (a phase by its derived status)."""
-    derived = plan_statuses(plan, step_status)
-    return [n for n in step.needs if derived.get(n, "pending") not in DONE]
+    """The ids in `step.needs` that are not met (see `unmet`), in the order the plan names them."""
+    return unmet(need_steps(plan, step.needs), step_status)

@@ -11,7 +11,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +21,8 @@ from eagle_console.journal.claims import OpenRollback, open_action_runs, open_ro
 from eagle_console.journal.derived import Derived, open_readonly
 from eagle_console.journal.kinds import RUN_KINDS, EventKind
 from eagle_console.journal.operator import current_operator
-from eagle_console.journal.status import DONE, STATUSES
+from eagle_console.journal.status import STATUSES, unmet
+from eagle_console.statedir import private_database
 
 if TYPE_CHECKING:
     from eagle_console.plan.model import Plan
@@ -48,10 +49,12 @@ CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
 class Refused(Exception):
     """A precondition did not hold (needs unmet, already in progress): nothing was written."""
 
-    def __init__(self, message: str, by: str | None = None, at: float | None = None) -> None:
+    def __init__(self, message: str, by: str | None = None, at: float | None = None,
+                 fix: str | None = None) -> None:
         super().__init__(message)
         self.by = by
         self.at = at
+        self.fix = fix  # an option that would get past it ("cascade", "force"): each face names its own control
 
 
 # The read-only records are NamedTuples (cheap to define: this module loads before the console's first
@@ -134,7 +137,7 @@ class Journal:
         if readonly:
             self._conn = open_readonly(self.path, SCHEMA)
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_database(self.path)
         # One connection per Journal, shared by the console's worker threads under a lock.
         self._conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
         with self._lock:
@@ -281,14 +284,17 @@ class Journal:
 
     # -- runs ----------------------------------------------------------------------------------------------
 
-    def begin_run(self, step_id: str, *, command: str, log: str | None, needs: tuple[str, ...] = (),
+    def begin_run(self, step_id: str, *, command: str, log: str | None,
+                  needs: tuple[str, ...] | Mapping[str, tuple[str, ...]] = (),
                   kind: str = "action", service: bool = False, env: dict[str, str] | None = None,
                   who: str | None = None, force: bool = False,
                   needs_status: dict[str, str] | None = None) -> int:
         """Record the start of a run and set the step in progress — or refuse, writing nothing.
 
-        `needs` are step ids (phases already expanded by the caller); `needs_status` may supply derived
-        statuses for ids that are not steps. The check and the write share one IMMEDIATE transaction.
+        `needs` are step ids (phases already expanded by the caller), or each need id with the step ids
+        behind it (`journal.status.need_steps`); `needs_status` may supply statuses the journal lacks. The
+        check is `journal.status.unmet`, the rule `next` and the tree use; check and write share one
+        IMMEDIATE transaction.
         """
         who = who or current_operator()
         with self._tx() as conn:
@@ -302,11 +308,9 @@ class Journal:
                     started = f" by {cur.who}" if cur.who else ""
                     raise Refused(f"step {step_id} is already in progress (started{started} at "
                                   f"{_ts_text(cur.at)})", by=cur.who, at=cur.at)
-                unmet = [n for n in needs
-                         if (states[n].status if n in states else (needs_status or {}).get(n, "pending"))
-                         not in DONE]
-                if unmet:
-                    raise Refused(f"step {step_id} needs {', '.join(unmet)} completed first")
+                known = {**(needs_status or {}), **{sid: st.status for sid, st in states.items()}}
+                if missing := unmet(needs if isinstance(needs, Mapping) else {n: (n,) for n in needs}, known):
+                    raise Refused(f"step {step_id} needs {', '.join(missing)} completed first")
             run_id = self._insert(conn, EventKind.RUN_BEGIN, step_id, None, who, kind=kind, command=command,
                                   log=log, service=service, env=env or {})
             if kind == "action":

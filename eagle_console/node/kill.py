@@ -189,6 +189,31 @@ def _used_by_gpu(backend: GpuBackend | None) -> tuple[dict[int, float], set[int]
     return used, listed
 
 
+RELEASE_TOLERANCE_MIB = 64.0  # NVML's per-process figure is a little under what the total drops by
+SETTLE_S = 1.0  # with nothing known per GPU: the totals unchanged this long
+
+
+def _released(backend: GpuBackend | None, before: dict[int, float], expected: dict[int, float],
+              dead: set[int], timeout: float) -> tuple[dict[int, float], set[int]]:
+    after, listed = _used_by_gpu(backend)
+    if backend is None or not dead:
+        return after, listed
+    deadline = time.monotonic() + timeout
+    stable_since, last = time.monotonic(), after
+    while time.monotonic() < deadline:
+        known = any(v > 0 for v in expected.values())
+        dropped = all(before.get(g, 0.0) - after.get(g, before.get(g, 0.0)) >= mib - RELEASE_TOLERANCE_MIB
+                      for g, mib in expected.items())
+        if after != last:
+            stable_since, last = time.monotonic(), after
+        settled = time.monotonic() - stable_since >= SETTLE_S
+        if not (dead & listed) and (dropped if known else settled):
+            break
+        time.sleep(0.1)
+        after, listed = _used_by_gpu(backend)
+    return after, listed
+
+
 def kill_holders(holders: list[Holder], *, backend: GpuBackend | None = None, grace: float = 10.0,
                  sig: int = signal.SIGTERM, explicit: Iterable[int] = (), progress: Progress | None = None,
                  release_timeout: float = 30.0, say: Callable[[str], None] | None = None,
@@ -232,12 +257,13 @@ def kill_holders(holders: list[Holder], *, backend: GpuBackend | None = None, gr
     survivors = _wait(alive, 5.0, None) if alive else []
     dead = [p.pid for p in signalled if p not in survivors]
     # GPU memory is released only once the process has fully exited and the driver has torn down the
-    # context: wait until the backend no longer lists any of them.
-    deadline = time.monotonic() + release_timeout
-    after, listed = _used_by_gpu(backend)
-    while backend is not None and set(dead) & listed and time.monotonic() < deadline:
-        time.sleep(0.1)
-        after, listed = _used_by_gpu(backend)
+    # context, and a real driver drops a process from its lists before its memory leaves the used total;
+    # in a container the lists hold host pids that never equal ours. So wait until the backend lists none
+    # of them *and* each GPU's total fell by what the killed held there (or, not knowing it, stopped falling).
+    if any(not h.gpus for h in targets):  # a GPU unknown (foreign pids, every device file open): all of them
+        gpus = sorted(before)
+    expected = {g: sum((h.used_by_gpu or {}).get(g, 0.0) for h in targets if h.pid in dead) for g in gpus}
+    after, listed = _released(backend, before, expected, set(dead), release_timeout)
     freed = {str(g): round(max(0.0, before[g] - after.get(g, before[g])), 1) for g in gpus if g in before}
     return {"killed": dead, "survivors": [p.pid for p in survivors], "freed_mib": freed, "refused": refused,
             "gone": gone_before}

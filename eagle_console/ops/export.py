@@ -18,22 +18,25 @@ def export_path(plan: Plan, fmt: str) -> Path:
     return plan.state_dir.parent / f"{plan.state_dir.name}.{EXPORT_SUFFIX[fmt]}"
 
 
-def export(journal: Journal, plan: Plan, fmt: str) -> Path:
-    """Write the plan with its journal in `fmt` (todowrite, markdown or json); returns the file written."""
+def render(journal: Journal, plan: Plan, fmt: str) -> str:
+    """The plan with its journal in `fmt` (one of plan.export.FORMATS), as text: what `export` prints."""
     from eagle_console.plan import export as ex
 
+    if fmt not in ex.FORMATS:
+        raise ValueError(f"unknown export format {fmt!r}; one of: {', '.join(ex.FORMATS)}")
     statuses = journal.statuses()
     if fmt == "todowrite":
-        text = json.dumps(ex.todowrite(plan, statuses), indent=2) + "\n"
-    else:
-        notes, results = journal.notes(), journal.results()
-        runs = {s.id: journal.latest_run(s.id) for s in plan.steps()}
-        if fmt == "markdown":
-            text = ex.markdown(plan, statuses, notes, results, runs)
-        elif fmt == "json":
-            text = json.dumps(ex.as_json(plan, statuses, notes, results, runs), indent=2) + "\n"
-        else:
-            raise ValueError(f"unknown export format {fmt!r}; one of: {', '.join(EXPORT_SUFFIX)}")
+        return json.dumps(ex.todowrite(plan, statuses), indent=2) + "\n"
+    notes, results = journal.notes(), journal.results()
+    runs = {s.id: journal.latest_run(s.id) for s in plan.steps()}
+    if fmt == "markdown":
+        return ex.markdown(plan, statuses, notes, results, runs)
+    return json.dumps(ex.as_json(plan, statuses, notes, results, runs), indent=2) + "\n"
+
+
+def export(journal: Journal, plan: Plan, fmt: str) -> Path:
+    """Write the plan with its journal in `fmt` beside the state dir; returns the file written."""
+    text = render(journal, plan, fmt)
     path = export_path(plan, fmt)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")

@@ -1,11 +1,15 @@
-"""Rollback as the operator sees it: what will be undone (plain and cascade order), then starting it."""
+"""Rollback as the operator sees it: what will be undone (plain and cascade order), starting it, its end."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from eagle_console.journal import Refused
+from eagle_console.ops.hints import NEUTRAL, Hints, refusal_text
+from eagle_console.ops.logs import rollback_log_path
 
 if TYPE_CHECKING:
     from eagle_console.engine.runner import Engine
@@ -29,24 +33,60 @@ class RollbackChoice:
         return self.cascade_refused if cascade else self.refused
 
 
-def plan_rollback_choice(engine: Engine, target: str) -> RollbackChoice:
-    """Both orders, so the confirmation can offer `--cascade` when dependents refuse the plain one."""
-    from eagle_console.engine.rollback import plan_rollback
-
+def plan_rollback_choice(engine: Engine, target: str, hints: Hints = NEUTRAL) -> RollbackChoice:
+    """Both orders, so the confirmation can offer cascade when dependents refuse the plain one."""
     choice = RollbackChoice(target)
     try:
-        choice.items = plan_rollback(engine, target, cascade=False)
+        choice.items = plan(engine, target, cascade=False)
     except Refused as exc:
-        choice.refused = str(exc)
+        choice.refused = refusal_text(exc, hints)
     try:
-        choice.cascade_items = plan_rollback(engine, target, cascade=True)
+        choice.cascade_items = plan(engine, target, cascade=True)
     except Refused as exc:
-        choice.cascade_refused = str(exc)
+        choice.cascade_refused = refusal_text(exc, hints)
     return choice
 
 
-def begin_rollback(engine: Engine, target: str, cascade: bool) -> str:
+def plan(engine: Engine, target: str, cascade: bool = False, force: bool = False) -> list[UndoItem]:
+    """What will be undone, in order; raises Refused (`fix` says whether cascade or force gets past it)."""
+    from eagle_console.engine.rollback import plan_rollback
+
+    return plan_rollback(engine, target, cascade, force)
+
+
+class RollbackStarted(NamedTuple):
+    rollback_id: int
+    items: list[UndoItem]
+    log: Path  # where its supervisor writes (ops.logs.rollback_log_path, as the engine wrote it)
+
+
+def start(engine: Engine, target: str, cascade: bool = False, force: bool = False,
+          who: str | None = None) -> RollbackStarted:
+    """Hand the undo order to a detached supervisor; raises Refused as `plan` does."""
     from eagle_console.engine.rollback import start_rollback
 
-    rollback_id, items = start_rollback(engine, target, cascade=cascade)
-    return f"rolling back {target}: {len(items)} step(s) (rollback {rollback_id})"
+    rollback_id, items = start_rollback(engine, target, cascade, force, who=who)
+    return RollbackStarted(rollback_id, items, rollback_log_path(engine.plan, rollback_id))
+
+
+def begin_rollback(engine: Engine, target: str, cascade: bool) -> str:
+    started = start(engine, target, cascade=cascade)
+    return f"rolling back {target}: {len(started.items)} step(s) (rollback {started.rollback_id})"
+
+
+SUPERVISOR_DIED = "the rollback's supervisor died ({reason}); run the rollback again to resume it"
+
+
+def wait_outcome(engine: Engine, rollback_id: int, poll_s: float = 0.2) -> dict[str, Any]:
+    """Wait for the rollback's end: its `rollback_end` data (`outcome`, `failed_step`, `reason`).
+
+    Raises Refused when its supervisor died without one (asking again resumes where it stopped).
+    """
+    from eagle_console.engine.rollback import rollback_outcome
+
+    while (outcome := rollback_outcome(engine, rollback_id)) is None:
+        engine.reconcile()  # a dead supervisor ends the rollback as `lost`, whoever notices it first
+        time.sleep(poll_s)
+    if outcome.get("outcome") == "lost":
+        raise Refused(SUPERVISOR_DIED.format(reason=outcome.get("reason") or "no reason recorded"))
+    return outcome

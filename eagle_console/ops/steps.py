@@ -1,58 +1,212 @@
-"""Next, run, mark, note, and what keeps running: the step operations both faces call."""
+"""Next, run, mark, note, and what keeps running: the step operations both faces call.
+
+The faces parse input, ask for confirmation and print; every decision (what is next, why nothing is,
+whether a step asks to be confirmed, how a wait ended, whether a mark or a note is allowed) is made here.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
+
+from eagle_console.journal.status import plan_statuses, unmet_needs
+from eagle_console.ops.hints import NEUTRAL, Hints
 
 if TYPE_CHECKING:
     from eagle_console.engine.runner import Engine
-    from eagle_console.journal import Journal, Run
+    from eagle_console.journal import Journal, Run, StepState
     from eagle_console.plan.model import Plan, Step
+
+RUNNABLE_AGAIN = ("pending", "rolled_back")
+
+
+# -- next ----------------------------------------------------------------------------------------------------
+
+def next_step(plan: Plan, step_status: Mapping[str, str]) -> Step | None:
+    """The first pending (or rolled-back) step whose needs are met, in plan order."""
+    statuses = plan_statuses(plan, step_status)
+    for step in plan.steps():
+        if statuses[step.id] in RUNNABLE_AGAIN and not unmet_needs(plan, step, step_status):
+            return step
+    return None
+
+
+@dataclass
+class NoNext:
+    """Why nothing is next: what failed (with its reason), what runs, what waits on which needs."""
+
+    failed: list[tuple[str, str | None]] = field(default_factory=list)
+    running: list[str] = field(default_factory=list)
+    waiting: list[tuple[str, list[str]]] = field(default_factory=list)
+
+    @property
+    def plan_done(self) -> bool:
+        return not (self.failed or self.running or self.waiting)
+
+    def text(self, hints: Hints = NEUTRAL) -> str:
+        if self.plan_done:
+            return "every step is completed or skipped: the plan is done"
+        parts = []
+        if self.failed:
+            parts.append("failed: " + ", ".join(sid + (f" ({why})" if why else "") for sid, why in self.failed)
+                         + f" — fix and run again{hints.run}, or mark it{hints.mark}")
+        if self.running:
+            parts.append("in progress: " + ", ".join(self.running))
+        if self.waiting:
+            parts.append("waiting on needs: " + ", ".join(f"{sid} needs {', '.join(unmet)}"
+                                                          for sid, unmet in self.waiting))
+        return "nothing to run next; " + "; ".join(parts)
+
+
+def no_next_reason(plan: Plan, step_status: Mapping[str, str], states: Mapping[str, StepState]) -> NoNext:
+    """Why `next_step` found nothing (the plan is done, or what blocks the rest)."""
+    statuses = plan_statuses(plan, step_status)
+    why = NoNext()
+    for s in plan.steps():
+        if statuses[s.id] == "failed":
+            why.failed.append((s.id, states[s.id].reason if s.id in states else None))
+        elif statuses[s.id] == "in_progress":
+            why.running.append(s.id)
+        elif statuses[s.id] in RUNNABLE_AGAIN:
+            why.waiting.append((s.id, unmet_needs(plan, s, step_status)))
+    return why
 
 
 class NextChoice(NamedTuple):
-    """What `n` found: a step to run, a manual step to do by hand, or nothing (with why)."""
+    """What `next` found: a step to run, a manual step to do by hand, or nothing (with why)."""
 
     step: Step | None
-    message: str | None = None  # set when there is nothing to start
+    message: str | None = None  # neutral text, set when there is nothing to start
+    why: NoNext | None = None  # set when there is no step at all
 
     @property
     def runnable(self) -> bool:
         return self.step is not None and self.message is None
 
+    @property
+    def manual(self) -> bool:
+        return self.step is not None and self.step.action is None
 
-def choose_next(engine: Engine) -> NextChoice:
+
+def choose_next(engine: Engine, hints: Hints = NEUTRAL) -> NextChoice:
+    """Reconcile, then the next step; `message` (with the face's `hints`) when it cannot be started."""
     engine.reconcile()
-    step = engine.next_step()
+    step_status = engine.journal.statuses()
+    step = next_step(engine.plan, step_status)
     if step is None:
-        return NextChoice(None, engine.why_no_next())
+        why = no_next_reason(engine.plan, step_status, engine.journal.states())
+        return NextChoice(None, why.text(hints), why)
     if step.action is None:
-        return NextChoice(step, f"{step.id} is manual: do it by hand and mark it")
+        return NextChoice(step, f"{step.id} is manual: do it by hand and mark it{hints.mark}")
     return NextChoice(step)
+
+
+# -- run -----------------------------------------------------------------------------------------------------
+
+class RunRequest(NamedTuple):
+    """Before starting: the step (None for a phase or an unknown id: starting refuses with why) and whether
+    it asks to be confirmed (`confirm = true`): the face asks, then calls `start_run`."""
+
+    step: Step | None
+
+    @property
+    def confirm(self) -> bool:
+        return self.step is not None and self.step.action is not None and self.step.confirm
+
+    @property
+    def manual(self) -> bool:
+        return self.step is not None and self.step.action is None
+
+
+def run_request(plan: Plan, step_id: str) -> RunRequest:
+    return RunRequest(plan.step(step_id))
+
+
+def start_run(engine: Engine, step_id: str, force: bool = False, who: str | None = None) -> int:
+    """Start a step under a detached supervisor; its run id. Raises Refused with the engine's reason."""
+    return engine.start(step_id, force=force, who=who)
 
 
 def start_step(engine: Engine, step_id: str) -> str:
     """Start a step; returns the line to notify. Raises Refused with the engine's reason."""
-    run_id = engine.start(step_id)
-    return f"{step_id} started (run {run_id})"
+    return f"{step_id} started (run {start_run(engine, step_id)})"
+
+
+class RunOutcome(NamedTuple):
+    """How a wait ended: a service ready, or the run over with the step's status."""
+
+    run: Run
+    status: str  # the step's status now
+    ready: bool  # a service that is up (and still running)
+
+    @property
+    def ok(self) -> bool:
+        return self.ready or self.status == "completed"
+
+
+def wait_run(engine: Engine, run_id: int, on_tick: Callable[[Run], None] | None = None,
+             timeout: float | None = None) -> RunOutcome:
+    """Wait until the run ends (a service: until it is ready)."""
+    run = engine.wait(run_id, until_ready=True, timeout=timeout, on_tick=on_tick)
+    state = engine.journal.states().get(run.step_id)
+    ready = bool(run.service and run.ready_at and not run.finished)
+    return RunOutcome(run, state.status if state else "pending", ready)
+
+
+# -- mark, note --------------------------------------------------------------------------------------------
+
+def _known_steps(plan: Plan) -> str:
+    return ", ".join(s.id for s in plan.steps())
+
+
+def check_markable(plan: Plan, step_id: str) -> Step:
+    """The step to mark; ValueError for a phase (its status follows its steps) or an unknown id."""
+    phase = plan.phase(step_id)
+    if phase is not None and plan.step(step_id) is None:
+        raise ValueError(f"{step_id} is a phase; a phase's status is derived from its steps — mark its steps "
+                         f"({', '.join(s.id for s in phase.steps) or 'none'})")
+    step = plan.step(step_id)
+    if step is None:
+        raise ValueError(f"unknown step {step_id!r} in plan {plan.id}; steps: {_known_steps(plan)}")
+    return step
+
+
+class Marked(NamedTuple):
+    step_id: str
+    before: str
+    status: str
+    note: str | None
+
+
+def mark_step(journal: Journal, plan: Plan, step_id: str, status: str, note: str | None = None) -> Marked:
+    """Set a step's status by hand (with an optional note saying why)."""
+    check_markable(plan, step_id)
+    before = journal.statuses().get(step_id, "pending")
+    journal.mark(step_id, status, note=note or None)
+    return Marked(step_id, before, status, note or None)
 
 
 def mark(journal: Journal, plan: Plan, step_id: str, status: str, note: str | None) -> str:
     """Mark a step; returns the line the console shows (`0.3: pending → completed`)."""
-    if plan.step(step_id) is None:
-        raise ValueError(f"unknown step {step_id!r}")
-    before = journal.statuses().get(step_id, "pending")
-    journal.mark(step_id, status, note=note or None)
-    return f"{step_id}: {before} → {status}" + (" (with a note)" if note else "")
+    m = mark_step(journal, plan, step_id, status, note)
+    return f"{m.step_id}: {m.before} → {m.status}" + (" (with a note)" if m.note else "")
 
 
-def note(journal: Journal, step_id: str, text: str) -> str:
+def note(journal: Journal, step_id: str, text: str, plan: Plan | None = None) -> str:
+    """Add a note to a step or a phase; ValueError when it is empty or (given the plan) names neither."""
+    if plan is not None and plan.step(step_id) is None and plan.phase(step_id) is None:
+        phases = ", ".join(p.id for p in plan.phases)
+        raise ValueError(f"unknown step {step_id!r} in plan {plan.id}; steps: {_known_steps(plan)}; "
+                         f"phases: {phases}")
     text = text.strip()
     if not text:
         raise ValueError("the note is empty")
     journal.note(step_id, text)
     return f"{step_id}: noted"
 
+
+# -- what keeps running ------------------------------------------------------------------------------------
 
 def running_runs(engine: Engine) -> list[Run]:
     """Runs still going (actions, services, rollbacks): what keeps running after `q`."""

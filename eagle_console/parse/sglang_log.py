@@ -131,6 +131,17 @@ class ServerLogSummary(TypedDict):
     load: LoadJson | None
 
 
+def describe_load(load: LoadJson) -> str:
+    """`weights: 121/163 shards (74.2%) · 3.30 shards/s · ETA 0:12`: the weight-loading bar in words."""
+    out = f"weights: {load['done']}/{load['total']} shards ({load['pct']:.1f}%)"
+    if load["rate_s"]:
+        out += f" · {load['rate_s']:.2f} shards/s" if load["rate_s"] >= 1 else f" · {1 / load['rate_s']:.1f} s/shard"
+    if load["eta_s"] is not None and load["done"] < load["total"]:
+        minutes, secs = divmod(int(load["eta_s"]), 60)
+        out += f" · ETA {minutes}:{secs:02d}"
+    return out
+
+
 def load_json(p: Progress) -> LoadJson | None:
     if not p.total:
         return None

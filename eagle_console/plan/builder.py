@@ -9,10 +9,12 @@ from typing import Any
 
 from eagle_console.plan.checks import PlanChecks
 from eagle_console.plan.export import TODO_LABEL_FIELDS, label_fields
+from eagle_console.plan.hazards import document_hazards
 from eagle_console.plan.interpolate import resolve_vars
 from eagle_console.plan.issues import PlanIssue
 from eagle_console.plan.model import Phase, Plan, Step
-from eagle_console.plan.reader import PLAN_ID, _show, _type_name
+from eagle_console.plan.reader import _type_name, id_problem
+from eagle_console.plan.safe_text import first_control
 from eagle_console.plan.tomlpos import Path_
 
 TOP_KEYS = ("plan", "vars", "env", "phase")
@@ -23,6 +25,11 @@ PHASE_KEYS = ("id", "title", "priority", "needs", "description", "step")
 class Builder(PlanChecks):
     # -- the document -------------------------------------------------------------------------------------------
     def build(self, doc: dict[str, Any], state_dir: Path | None) -> Plan | None:
+        hazards = document_hazards(doc)
+        for hpath, message, at in hazards:
+            self.error(hpath, message, at=at)
+        if hazards:  # a huge int cannot even be printed in another message: stop at these
+            return None
         self.check_keys(doc, TOP_KEYS, (), "the plan file")
         self.build_vars(doc)
         head = self.table(doc, "plan", ())
@@ -34,8 +41,9 @@ class Builder(PlanChecks):
         has_head = "plan" in doc  # without one, that is the only error to give about it
         self.check_keys(head, PLAN_KEYS, p, "[plan]")
         plan_id = self.text(head, "id", p, required=has_head, what="[plan]", interp=False)
-        if plan_id is not None and not PLAN_ID.fullmatch(plan_id):
-            self.error((*p, "id"), f"bad plan id {_show(plan_id)}: use letters, digits, '.', '_' and '-'")
+        problem = id_problem(plan_id) if plan_id is not None else None
+        if problem:
+            self.error((*p, "id"), f"bad plan {problem[4:]}")
             plan_id = None
         title = self.text(head, "title", p, required=has_head, what="[plan]")
         node = self.text(head, "node", p)
@@ -90,6 +98,9 @@ class Builder(PlanChecks):
         table = self.table(head, "baseline", p)
         out: dict[str, float] = {}
         for key, value in (table or {}).items():
+            if first_control(key) is not None:
+                self.error((*p, "baseline", key), "a baseline name holds a control character; remove it", at="key")
+                continue
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 self.error((*p, "baseline", key), f'baseline "{key}" must be a number, not {_type_name(value)}')
                 continue

@@ -61,14 +61,21 @@ class PlanChecks(StepReader):
         for p in phases:
             for s in p.steps:
                 edges[s.id] = [x for n in s.needs for x in members.get(n, [n])]
-        color: dict[str, int] = {}
+        color: dict[str, int] = {}  # 1: on the current path, 2: done
         reported: set[frozenset[str]] = set()
-
-        def visit(node: str, trail: list[str]) -> None:
-            color[node] = 1
-            trail.append(node)
-            for nxt in edges.get(node, []):
-                if color.get(nxt) == 1:
+        # Depth-first with an explicit stack: a chain of thousands of needs must not hit the recursion limit.
+        for root in edges:
+            if color.get(root) is not None:
+                continue
+            color[root] = 1
+            trail = [root]
+            pending = [iter(edges[root])]
+            while pending:
+                nxt = next(pending[-1], None)
+                if nxt is None:
+                    color[trail.pop()] = 2
+                    pending.pop()
+                elif color.get(nxt) == 1:
                     cycle = trail[trail.index(nxt):] + [nxt]
                     key = frozenset(cycle)
                     if key not in reported:
@@ -76,10 +83,6 @@ class PlanChecks(StepReader):
                         self.error(needs_at.get(cycle[0], ()), "needs cycle: " + " -> ".join(cycle)
                                    + "; one of these must not wait for the other")
                 elif nxt in edges and color.get(nxt) is None:
-                    visit(nxt, trail)
-            trail.pop()
-            color[node] = 2
-
-        for node in edges:
-            if color.get(node) is None:
-                visit(node, [])
+                    color[nxt] = 1
+                    trail.append(nxt)
+                    pending.append(iter(edges[nxt]))

@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from eagle_console.journal import Note, Result, Run
     from eagle_console.plan.model import Phase, Plan, Step
 
+# The export formats, one list: the CLI's `--format` choices and ops.export's files.
+FORMATS = ("todowrite", "markdown", "json")
+
 # Placeholders a `todo_label` may use.
 TODO_LABEL_FIELDS = ("id", "title", "phase", "phase_title", "priority", "kind")
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
+from eagle_console.plan.safe_text import printable
+
 
 class PlanIssue(NamedTuple):
     line: int | None
@@ -17,7 +19,8 @@ class PlanError(Exception):
 
     def __init__(self, path: Path, errors: list[PlanIssue]) -> None:
         self.path = Path(path)
-        self.errors = errors
+        # Messages quote the plan (an unknown key, an id): never let them carry a control character out.
+        self.errors = [e._replace(message=printable(e.message)) for e in errors]
         super().__init__(self.format_first())
 
     @staticmethod

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from eagle_console.plan.builder import Builder
+from eagle_console.plan.hazards import INT_TOO_LONG, long_int_at
 from eagle_console.plan.issues import PlanError, PlanIssue
 from eagle_console.plan.model import Plan
 
@@ -23,9 +24,10 @@ else:  # pragma: no cover
 
 
 def load_plan(path: Path, state_dir: Path | None = None, environ: Mapping[str, str] | None = None,
-              check_builtins: bool = False) -> Plan:
+              check_builtins: bool = False, warnings: list[PlanIssue] | None = None) -> Plan:
     """Read and validate the plan at `path`; `state_dir` overrides the plan's own. Raises PlanError.
 
+    `warnings`, when given, receives what is allowed but risky (a `${var}` quoted inside `run`).
     `check_builtins` also asks each built-in whether its `with` table is right (`Builtin.validate`);
     that imports the engine's built-ins, so the `validate` command does it and a plain load does not.
     """
@@ -34,11 +36,13 @@ def load_plan(path: Path, state_dir: Path | None = None, environ: Mapping[str, s
         data = path.read_bytes()
     except OSError as exc:
         raise PlanError(path, [PlanIssue(None, None, f"cannot read the plan: {exc.strerror or exc}")]) from None
-    return parse_plan(data, path, state_dir=state_dir, environ=environ, check_builtins=check_builtins)
+    return parse_plan(data, path, state_dir=state_dir, environ=environ, check_builtins=check_builtins,
+                      warnings=warnings)
 
 
 def parse_plan(data: bytes | str, path: Path, state_dir: Path | None = None,
-               environ: Mapping[str, str] | None = None, check_builtins: bool = False) -> Plan:
+               environ: Mapping[str, str] | None = None, check_builtins: bool = False,
+               warnings: list[PlanIssue] | None = None) -> Plan:
     """Validate plan source text (bytes must be UTF-8) as if read from `path`."""
     path = Path(os.path.abspath(path))
     text, issue = _decode(data)
@@ -50,6 +54,8 @@ def parse_plan(data: bytes | str, path: Path, state_dir: Path | None = None,
         raise PlanError(path, [_syntax_issue(str(exc), text)]) from None
     except RecursionError:
         raise PlanError(path, [PlanIssue(None, None, "the TOML is nested too deeply")]) from None
+    except ValueError as exc:  # tomllib's int(): past sys.get_int_max_str_digits() (4300 by default)
+        raise PlanError(path, [_long_int_issue(text, exc)]) from None
     builder = Builder(path, text, environ if environ is not None else os.environ)
     try:
         plan = builder.build(doc, Path(state_dir) if state_dir else None)
@@ -60,7 +66,20 @@ def parse_plan(data: bytes | str, path: Path, state_dir: Path | None = None,
         builder.check_builtin_args(doc)
     if builder.errors or plan is None:
         raise PlanError(path, _ordered(builder.errors))
+    if warnings is not None:
+        warnings.extend(PlanError(path, _ordered(builder.warnings)).errors)  # escaped like errors
     return plan
+
+
+def _long_int_issue(text: str, exc: ValueError) -> PlanIssue:
+    at = long_int_at(text)
+    line = col = None
+    if at is not None:
+        line = text.count("\n", 0, at) + 1
+        col = at - (text.rfind("\n", 0, at) + 1) + 1
+    if "digits" not in str(exc):
+        return PlanIssue(line, col, f"TOML value cannot be read: {exc}")
+    return PlanIssue(line, col, INT_TOO_LONG)
 
 
 def _ordered(errors: list[PlanIssue]) -> list[PlanIssue]:

@@ -15,10 +15,23 @@ from typing import Any
 from eagle_console.plan.durations import DurationError, parse_duration
 from eagle_console.plan.interpolate import InterpolationError, interpolate, interpolate_value
 from eagle_console.plan.issues import PlanIssue
+from eagle_console.plan.safe_text import describe_char, first_control
 from eagle_console.plan.tomlpos import Path_, Positions, find_positions
 
 PLAN_ID = re.compile(r"[A-Za-z0-9._-]+")
 PRIORITIES = ("high", "medium", "low")
+# Text the CLI prints and the console shows; a description may span lines.
+SHOWN_KEYS = {"title": False, "node": False, "todo_label": False, "description": True}
+
+
+def id_problem(value: str) -> str | None:
+    """Why `value` cannot be a plan, phase or step id, else None: an id names files in the state folder."""
+    if not PLAN_ID.fullmatch(value):
+        return f"bad id {_show(value)}: use letters, digits, '.', '_' and '-'"
+    if value in (".", ".."):
+        return (f'bad id "{value}": an id names files and folders of the state, and "{value}" would '
+                "point outside them; use letters or digits")
+    return None
 
 
 def _type_name(value: Any) -> str:
@@ -39,12 +52,17 @@ class Reader:
         self.pos: Positions = find_positions(text)
         self.environ = environ
         self.errors: list[PlanIssue] = []
+        self.warnings: list[PlanIssue] = []  # the plan loads; `validate` shows these
         self.vars: dict[str, Any] = {}
 
     # -- reporting -----------------------------------------------------------------------------------------
     def error(self, path: Path_, message: str, at: str = "value") -> None:
         line, col = self.pos.value(path) if at == "value" else self.pos.key(path)
         self.errors.append(PlanIssue(line, col, message))
+
+    def warn(self, path: Path_, message: str) -> None:
+        line, col = self.pos.value(path)
+        self.warnings.append(PlanIssue(line, col, f"warning: {message}"))
 
     def check_keys(self, table: dict[str, Any], allowed: tuple[str, ...], path: Path_, what: str) -> None:
         for key in table:
@@ -68,7 +86,24 @@ class Reader:
         if required and not value.strip():
             self.error((*path, key), f'"{key}" must not be empty')
             return None
-        return self.interp(value, (*path, key)) if interp else value
+        if key in SHOWN_KEYS and not self.shown_text(value, (*path, key), SHOWN_KEYS[key]):
+            return None
+        out = self.interp(value, (*path, key)) if interp else value
+        if out is not None and out != value and key in SHOWN_KEYS and not self.shown_text(
+                out, (*path, key), SHOWN_KEYS[key], via_var=True):
+            return None
+        return out
+
+    def shown_text(self, value: str, path: Path_, multiline: bool, via_var: bool = False) -> bool:
+        """False (and an error) if `value` holds a control character that would drive a terminal."""
+        at = first_control(value, multiline=multiline)
+        if at is None:
+            return True
+        what = describe_char(value[at])
+        where = " (from a ${var})" if via_var else ""
+        self.error(path, f'"{path[-1]}" holds {what}{where}: it is printed by status and export and shown '
+                         "by the console, where a control character would drive the terminal; remove it")
+        return False
 
     def interp(self, value: str, path: Path_, quote: bool = False) -> str | None:
         try:

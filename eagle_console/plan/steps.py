@@ -6,8 +6,9 @@ import difflib
 import re
 from typing import TYPE_CHECKING, Any
 
+from eagle_console.plan.hazards import self_quoted_vars
 from eagle_console.plan.model import Action, ExtractionWatch, Ready, Step
-from eagle_console.plan.reader import PLAN_ID, Reader, _show, _type_name
+from eagle_console.plan.reader import Reader, _show, _type_name, id_problem
 from eagle_console.plan.tomlpos import Path_
 
 if TYPE_CHECKING:
@@ -35,8 +36,9 @@ class StepReader(Reader):
         value = self.text(table, "id", path, required=True, what=what, interp=False)
         if value is None:
             return None
-        if not PLAN_ID.fullmatch(value):
-            self.error((*path, "id"), f"bad id {_show(value)}: use letters, digits, '.', '_' and '-'")
+        problem = id_problem(value)
+        if problem:
+            self.error((*path, "id"), problem)
             return None
         if value in seen:
             first, _ = self.pos.value((*seen[value], "id"))
@@ -105,6 +107,10 @@ class StepReader(Reader):
             if not value.strip():
                 self.error(path, f'"{key}" is an empty command')
                 return None
+            for name in self_quoted_vars(value):
+                self.warn(path, f'"{key}" puts ${{{name}}} inside quotes; the value is shell-quoted already, '
+                                "and inside quotes that quoting is undone (a value holding a quote would run "
+                                f"as commands): write ${{{name}}} without quotes")
             shell = self.interp(value, path, quote=True)
             return Action("shell", shell=shell) if shell is not None else None
         if isinstance(value, list):

@@ -8,11 +8,14 @@ It never raises: on anything it does not follow it stops and keeps what it found
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
 Path_ = tuple[str | int, ...]
 
 _BARE = re.compile(r"[A-Za-z0-9_-]+")
+_NEWLINE = re.compile("\n")
+_SCALAR = re.compile(r"[^,\]\}\s#]+")
 
 
 @dataclass
@@ -47,12 +50,13 @@ class _Scanner:
         self.out = Positions()
         self.counts: dict[Path_, int] = {}  # array-of-tables path -> entries seen
         self.aot: set[Path_] = set()  # paths declared with [[...]]
+        # Offsets where each line starts: a position is a bisect, not a count from the top (linear load).
+        self.line_starts = [0, *(m.end() for m in _NEWLINE.finditer(text))]
 
     # -- positions ---------------------------------------------------------------------------------------
     def lc(self, i: int) -> tuple[int, int]:
-        line = self.s.count("\n", 0, i) + 1
-        col = i - (self.s.rfind("\n", 0, i) + 1) + 1
-        return line, col
+        line = bisect_right(self.line_starts, i)
+        return line, i - self.line_starts[line - 1] + 1
 
     def peek(self, n: int = 1) -> str:
         return self.s[self.i:self.i + n]
@@ -97,7 +101,9 @@ class _Scanner:
         while True:
             self.skip_ws()
             if self.peek() in ('"', "'"):
-                parts.append(self.read_string())
+                basic = self.peek() == '"'
+                raw = self.read_string()
+                parts.append(_unescape(raw) if basic and "\\" in raw else raw)
             else:
                 m = _BARE.match(self.s, self.i)
                 if not m:
@@ -140,7 +146,7 @@ class _Scanner:
                 if self.peek() == ",":
                     self.i += 1
         else:
-            m = re.compile(r"[^,\]\}\s#]+").match(self.s, self.i)
+            m = _SCALAR.match(self.s, self.i)
             if not m:
                 raise ValueError("bad value")
             self.i = m.end()
@@ -193,6 +199,21 @@ class _Scanner:
             self.skip_ws()
             if self.peek() == "#":
                 self.skip_comment()
+
+
+_ESCAPE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))", re.S)
+_SIMPLE = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", "e": "\x1b", '"': '"', "\\": "\\"}
+
+
+def _unescape(raw: str) -> str:
+    """A quoted key as tomllib reads it (`"B\\u0000"` is the key B NUL), so its path matches."""
+    def one(m: re.Match[str]) -> str:
+        code = m.group(1) or m.group(2)
+        if code:
+            return chr(int(code, 16)) if int(code, 16) <= 0x10FFFF else m.group()
+        return _SIMPLE.get(m.group(3), m.group())
+
+    return _ESCAPE.sub(one, raw)
 
 
 def _escaped(s: str, j: int) -> bool:

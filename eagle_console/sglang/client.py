@@ -10,6 +10,8 @@ from typing import Any
 
 import httpx
 
+from eagle_console import httpnet
+
 
 class ServerError(Exception):
     """The server could not be reached, or answered something that is not SGLang's shape."""
@@ -46,7 +48,7 @@ class SglangClient:
         for suffix in ("/health", "/generate"):  # accept a health/generate URL as the server's
             if self.base_url.endswith(suffix):
                 self.base_url = self.base_url[: -len(suffix)]
-        self.http = httpx.Client(base_url=self.base_url, timeout=timeout)
+        self.http = httpnet.client(self.base_url, timeout)  # no proxy for loopback, no redirects
 
     def close(self) -> None:
         self.http.close()

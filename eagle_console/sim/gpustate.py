@@ -30,6 +30,9 @@ GPU_NAME = "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"
 GPU_MEMORY_MIB = 97887  # 96 GB cards as NVML reports them (MiB)
 GPU_POWER_LIMIT_W = 600.0
 
+# A real driver (H200, 580.159.04) stops listing a killed process before its memory leaves the GPU's
+# used total (tests/data/h200/k_foreign.json: 3 of 4 workers' memory gone when the list was empty).
+RELEASE_LAG_S = 0.5
 CONTAINER_PID_OFFSET = 1_000_000  # above any pid_max the kernel allows (4194304 = 2**22): never a local pid
 _held_fds: dict[str, int] = {}  # device files kept open for the life of this process, by path
 
@@ -48,10 +51,12 @@ def _write_atomic(path: Path, data: object) -> None:
     os.replace(tmp, path)
 
 
-def create_node(sim_dir: Path, gpus: int = 8, container: bool = False) -> None:
+def create_node(sim_dir: Path, gpus: int = 8, container: bool = False,
+                release_lag_s: float = RELEASE_LAG_S) -> None:
     """Create (or reset the GPU description of) a simulated node; existing holders are kept.
 
-    `container`: the node's NVML reports host pids (each local pid + CONTAINER_PID_OFFSET)."""
+    `container`: the node's NVML reports host pids (each local pid + CONTAINER_PID_OFFSET).
+    `release_lag_s`: how long a dead holder's memory stays in the used totals after it left the lists."""
     sim_dir = Path(sim_dir)
     (sim_dir / "dev").mkdir(parents=True, exist_ok=True)
     (sim_dir / "holders").mkdir(exist_ok=True)
@@ -70,6 +75,7 @@ def create_node(sim_dir: Path, gpus: int = 8, container: bool = False) -> None:
             for i in range(gpus)
         ],
         "pid_offset": CONTAINER_PID_OFFSET if container else 0,
+        "release_lag_s": release_lag_s,
     }
     _write_atomic(sim_dir / "node.json", node)
     for i in range(gpus):
@@ -80,6 +86,13 @@ def create_node(sim_dir: Path, gpus: int = 8, container: bool = False) -> None:
 
 def node_gpus(sim_dir: Path) -> list[dict]:
     return json.loads((Path(sim_dir) / "node.json").read_text())["gpus"]
+
+
+def release_lag(sim_dir: Path) -> float:
+    try:
+        return float(json.loads((Path(sim_dir) / "node.json").read_text()).get("release_lag_s", 0.0))
+    except (OSError, ValueError):
+        return 0.0
 
 
 def pid_offset(sim_dir: Path) -> int:

@@ -117,6 +117,49 @@ def draft_config(path: str) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
+# hf_transformers_utils.get_context_length: the first of these keys, times rope_scaling.factor unless
+# original_max_position_embeddings is there or the type is llama3 (docs/upstream.md "Simulated node").
+CONTEXT_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")
+TARGET_CONTEXT = 262144  # Kimi-K2.5's text_config.max_position_embeddings
+
+
+def derived_context_length(config: dict) -> int | None:
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    rope = text.get("rope_scaling") or {}
+    factor = 1.0
+    if isinstance(rope, dict) and "original_max_position_embeddings" not in rope and \
+            rope.get("rope_type", rope.get("type")) != "llama3":
+        factor = float(rope.get("factor", 1.0) or 1.0)
+    for key in CONTEXT_KEYS:
+        if isinstance(text.get(key), int):
+            return int(text[key] * factor)
+    return None
+
+
+def target_context_length(cfg: ServerConfig) -> int:
+    """--context-length, else the target's own config when it is on this machine, else K2.5's."""
+    if cfg.context_length:
+        return cfg.context_length
+    config = draft_config(cfg.model_path)
+    return (derived_context_length(config) if config else None) or TARGET_CONTEXT
+
+
+def draft_context_error(cfg: ServerConfig, allow_longer: bool) -> tuple[str | None, list[str]]:
+    """model_config.ModelConfig._derive_context_length for the draft model (is_draft_model: the target's
+    context_len is passed in): the ValueError SGLang raises, or the warnings it logs when allowed."""
+    config = draft_config(cfg.speculative_draft_model_path) if cfg.speculative_draft_model_path else None
+    derived = derived_context_length(config) if config else None
+    target = target_context_length(cfg)
+    if derived is None or target <= derived:
+        return None, []
+    msg = (f"Warning: Target model's context_length ({target}) is greater than the derived context_length "
+           f"({derived}). This may lead to incorrect model outputs or CUDA errors. Note that the derived "
+           "context_length may differ from max_position_embeddings in the model's config.")
+    if allow_longer:
+        return None, [msg, f"Overriding the draft model's max_position_embeddings to {target}."]
+    return f"{msg} To allow overriding this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1", []
+
+
 def is_eagle3_config(config: dict) -> bool:
     archs = config.get("architectures") or []
     return any("eagle3" in str(a).lower() for a in archs) or isinstance(config.get("eagle_config"), dict)

@@ -22,6 +22,7 @@ from eagle_console.sim.server_config import (
     DRAFT_WEIGHTS_GIB,
     K25_WEIGHTS_GIB_TP8,
     ServerConfig,
+    draft_context_error,
     startup_seconds,
     visible_devices,
 )
@@ -75,6 +76,20 @@ def _tqdm(desc: str, done: int, total: int, elapsed: float) -> str:
             f"<{int(left) // 60:02d}:{int(left) % 60:02d}, {rate:5.2f}it/s]")
 
 
+# The tail of the traceback a draft ModelConfig error gives (sglang srt/managers/scheduler.py →
+# speculative/eagle_worker.py → configs/model_config.py `_derive_context_length`).
+DRAFT_CONFIG_FRAMES = (
+    '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/managers/scheduler.py", line 2836, in '
+    'run_scheduler_process',
+    "    scheduler = Scheduler(",
+    '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/speculative/eagle_worker.py", line 111, in __init__',
+    "    super().__init__(",
+    '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/configs/model_config.py", line 235, in '
+    '_derive_context_length',
+    "    raise ValueError(",
+)
+
+
 def run_scheduler(cfg: ServerConfig, tp_rank: int, ready_fd: int, comm: str, comm_id: str) -> int:
     title = scheduler_title(tp_rank, cfg.tp_size)
     set_comm_name(title)
@@ -113,7 +128,7 @@ def run_scheduler(cfg: ServerConfig, tp_rank: int, ready_fd: int, comm: str, com
     for i in (0, 16, 32, 48, 64):
         time.sleep(budget * 0.40 / 5)
         if tp_rank == 0:
-            logs.emit(_tqdm("Loading safetensors checkpoint shards", i, shards, time.monotonic() - t0))
+            logs.emit(logs.load_bar(i, shards, time.monotonic() - t0))
     weights = _weights_gib(cfg)
     fraction = cfg.mem_fraction_static or DEFAULT_MEM_FRACTION
     static = fraction * total
@@ -130,6 +145,16 @@ def run_scheduler(cfg: ServerConfig, tp_rank: int, ready_fd: int, comm: str, com
         f"mem usage={weights:.2f} GB.")
     if cfg.speculative:
         time.sleep(budget * 0.05)
+        allow = os.environ.get("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "").lower() in ("1", "true")
+        error, warnings = draft_context_error(cfg, allow)
+        for w in warnings:
+            say(w)
+        if error is not None:  # raised in the draft worker's ModelConfig, as SGLang's scheduler reports it
+            say("Scheduler hit an exception: Traceback (most recent call last):")
+            for frame in DRAFT_CONFIG_FRAMES:
+                logs.emit(frame)
+            logs.emit(f"ValueError: {error}")
+            return 1
         say(f"Load weight begin. avail mem={avail:.2f} GB")
         avail -= DRAFT_WEIGHTS_GIB
         held[gpu] += DRAFT_WEIGHTS_GIB * GIB_MIB

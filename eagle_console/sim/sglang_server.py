@@ -150,7 +150,7 @@ def launch(cfg: ServerConfig, argv: list[str]) -> int:
     ok = launcher.wait_ready(fds)
     if not ok:
         if not launcher.stopping:
-            logs.emit(logs.sglang_line("Received sigquit from a child process. It usually means the child failed."))
+            logs.emit(logs.child_failed_line(running=False))
         launcher.stop_children()
         return 0 if launcher.stopping else 1
     try:
@@ -179,7 +179,7 @@ def launch(cfg: ServerConfig, argv: list[str]) -> int:
             break
     engine.ready = False
     if failed is not None and not launcher.stopping:
-        logs.emit(logs.sglang_line("Received sigquit from a child process. It usually means the child failed."))
+        logs.emit(logs.child_failed_line(running=True))
     launcher.stop_children()
     httpd.shutdown()
     if launcher.sim_dir is not None:

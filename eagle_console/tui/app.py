@@ -250,6 +250,11 @@ class ConsoleApp(App[int]):
             self.notify(f"{what} select a step to {verb}{hint}", severity="warning")
         return step
 
+    def notify(self, message: str, *, title: str = "", severity: Any = "information", timeout: float | None = None,
+               markup: bool = False) -> None:
+        """Every toast is plain text: it quotes step titles, refusals and errors, never markup (issue #18)."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
+
     @on(messages.OpDone)
     def _op_done(self, message: messages.OpDone) -> None:
         self.notify(message.text, severity=message.severity, timeout=message.timeout)  # type: ignore[arg-type]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.text import Text
 
 GLYPHS = {
@@ -54,3 +56,15 @@ def node_label(item_id: str, title: str, status: str, priority: str, *, width: i
     if unmet:
         label.append(f" {UNMET_MARK}", style="cyan")
     return label
+
+
+FINDING_STYLE = {"error": "bold red", "warning": "yellow"}
+
+
+def findings_text(findings: list[dict[str, Any]], width: int, severity: bool = False) -> Text:
+    """One line per finding (`Finding.to_json` dicts), styled by severity; the message cut to `width`."""
+    out = Text()
+    for f in findings:
+        head = f"{f['severity'].upper()} {f['code']}" if severity else f["code"]
+        out += Text(f"\n{head}: {f['message'][:width]}", style=FINDING_STYLE.get(f["severity"], "dim"))
+    return out

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from textual.worker import get_current_worker
 
+from eagle_console.journal import Refused
 from eagle_console.ops import console, notices, rollback, steps
+from eagle_console.ops.hints import Hints, refusal_text
 from eagle_console.tui import messages
 from eagle_console.tui.live import read_snapshot, reload_plan, stamp
 
@@ -28,12 +30,18 @@ Post = Callable[["Message"], Any]
 JOURNAL_POLL_S = 0.25
 PLAN_POLL_S = 0.5
 RECONCILE_S = 3.0
+# How the console names its controls in texts from ops (the CLI names its commands and flags instead).
+CONSOLE_HINTS = Hints(run=" (r)", mark=" (m)", cascade=", or roll back with its dependents (c)",
+                      force="")
 
 
 def run_op(post: Post, fn: Callable[..., str], *args: Any) -> None:
     """An operation that returns the line to notify; a refusal or failure is notified as an error."""
     try:
         text = fn(*args)
+    except Refused as exc:
+        post(messages.OpDone(refusal_text(exc, CONSOLE_HINTS), "error"))
+        return
     except Exception as exc:
         post(messages.OpDone(str(exc), "error"))
         return
@@ -41,11 +49,11 @@ def run_op(post: Post, fn: Callable[..., str], *args: Any) -> None:
 
 
 def choose_next(post: Post, engine: Engine) -> None:
-    post(messages.NextChosen(steps.choose_next(engine)))
+    post(messages.NextChosen(steps.choose_next(engine, CONSOLE_HINTS)))
 
 
 def plan_rollback(post: Post, engine: Engine, target: str) -> None:
-    choice = rollback.plan_rollback_choice(engine, target)
+    choice = rollback.plan_rollback_choice(engine, target, CONSOLE_HINTS)
     if choice.refused and choice.cascade_refused:
         post(messages.OpDone(choice.refused, "error"))
     else:

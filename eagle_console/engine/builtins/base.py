@@ -54,9 +54,12 @@ class ActionContext:
 
     def save(self, name: str, data: Any) -> None:
         """Persist JSON for a later undo (written atomically under `artifacts`)."""
-        self.artifacts.mkdir(parents=True, exist_ok=True)
+        from eagle_console.statedir import private_dirs, write_private
+
+        private_dirs(self.artifacts)
         tmp = self.artifacts / f".{name}.tmp"
-        tmp.write_text(json.dumps(data))
+        tmp.unlink(missing_ok=True)
+        write_private(tmp, json.dumps(data))  # the state dir's files are 0600
         tmp.replace(self.artifacts / name)
 
     def journal(self):

@@ -21,7 +21,7 @@ class HttpWait(Builtin):
         return problems
 
     def run(self, ctx: ActionContext) -> int:
-        import httpx
+        from eagle_console.httpnet import probe
 
         url = ctx.args["url"]
         want = int(ctx.args.get("status", 200))
@@ -31,14 +31,11 @@ class HttpWait(Builtin):
         ctx.say(f"waiting up to {timeout:g}s for {url} to answer {want}")
         started = time.monotonic()
         while time.monotonic() < deadline:
-            try:
-                status = httpx.get(url, timeout=2.0).status_code
-                if status == want:
-                    ctx.say(f"{url} answered {status} after {time.monotonic() - started:.1f}s")
-                    ctx.result("wait_s", round(time.monotonic() - started, 2))
-                    return 0
-                last = f"status {status}"
-            except httpx.HTTPError as exc:
-                last = type(exc).__name__
+            status = probe(url, deadline_s=max(0.1, min(2.0, deadline - time.monotonic())))
+            if status == want:
+                ctx.say(f"{url} answered {status} after {time.monotonic() - started:.1f}s")
+                ctx.result("wait_s", round(time.monotonic() - started, 2))
+                return 0
+            last = f"status {status}" if status is not None else "no answer"
             time.sleep(0.5)
         raise BuiltinError(f"{url} did not answer {want} within {timeout:g}s (last: {last})")

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from eagle_console.engine.builtins.base import ActionContext, Builtin, BuiltinError
+from eagle_console.statedir import private_dirs
 
 STATE = "json_set.json"
 
@@ -101,7 +102,7 @@ class JsonSet(Builtin):
     def run(self, ctx: ActionContext) -> int:
         path = Path(ctx.args["path"])
         if not path.is_absolute():
-            path = ctx.plan.folder / path
+            path = ctx.folder / path
         try:
             original = path.read_bytes()
         except OSError as exc:
@@ -119,7 +120,7 @@ class JsonSet(Builtin):
             backup_sha = state["backup_sha"]
         else:
             backup_sha = sha256(original)
-            ctx.artifacts.mkdir(parents=True, exist_ok=True)
+            private_dirs(ctx.artifacts)
             write_atomic(ctx.artifacts / f"backup-{backup_sha}.bin", original, mode=0o600)  # may hold secrets
             ctx.say(f"backed up {path} ({len(original)} bytes, sha256 {backup_sha[:12]}…)")
         write_atomic(path, new)

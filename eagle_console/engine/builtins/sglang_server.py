@@ -9,6 +9,7 @@ in a container NVML's pids cannot be matched to ours).
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from eagle_console.engine.builtins.base import ActionContext, Builtin, BuiltinError
@@ -18,6 +19,28 @@ DEFAULT_READY_TIMEOUT_S = 40 * 60.0  # K2.5 weight loading + CUDA graph capture 
 DEFAULT_RELEASE_TIMEOUT_S = 120.0
 
 
+def python_problems(args: dict[str, Any]) -> list[str]:
+    """The `python` key names the interpreter that runs SGLang (its own venv, never the console's):
+    it must be an executable file, or a command found on PATH."""
+    import shutil
+
+    from eagle_console.sglang.args import LaunchArgsError, python_command
+
+    try:
+        exe = python_command(args)[0]
+    except LaunchArgsError:
+        return []  # launch_findings has said what is wrong with it
+    if os.sep in exe:
+        if not os.path.isfile(exe):
+            return [f"`python`: {exe} does not exist"]
+        if not os.access(exe, os.X_OK):
+            return [f"`python`: {exe} is not executable"]
+        return []
+    if shutil.which(exe) is None:
+        return [f"`python`: {exe} is not on PATH (give the full path of SGLang's interpreter)"]
+    return []
+
+
 class SglangServer(Builtin):
     name = "sglang.server"
     service = True
@@ -25,7 +48,8 @@ class SglangServer(Builtin):
     def validate(self, args: dict[str, Any]) -> list[str]:
         from eagle_console.sglang.args import launch_findings
 
-        return [f"{f.code}: {f.message}" for f in launch_findings(args) if f.severity == "error"]
+        problems = [f"{f.code}: {f.message}" for f in launch_findings(args) if f.severity == "error"]
+        return problems + python_problems(args)
 
     def service_argv(self, ctx: ActionContext) -> list[str]:
         from eagle_console.engine.builtins.gpu_release import record_pre_launch

@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from eagle_console.journal.status import plan_statuses, unmet_needs
+from eagle_console.plan.safe_text import printable
 
 if TYPE_CHECKING:
     from eagle_console.plan.model import Plan
@@ -65,7 +66,7 @@ def describe(plan: Plan, item_id: str | None, snap: Snapshot | None) -> Text:
         second.append(f"note: {last.text}{more}")
     out = Text(first, style="bold")
     out.append("\n")
-    out.append(" · ".join(second))
+    out.append(printable(" · ".join(second), multiline=False))  # notes, who, reasons: journal text
     return out
 
 

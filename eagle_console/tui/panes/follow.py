@@ -11,28 +11,13 @@ from rich.style import Style
 from rich.text import Text
 from textual.containers import Vertical
 
+from eagle_console.ops.logs import latest_log as step_log  # the panes call it by this name
+from eagle_console.ops.logs import service_log
 from eagle_console.tui.messages import PlanReloaded, StepSelected
 from eagle_console.tui.panes._logview import FOLLOW_S, HIDDEN_S, Poller, QuietStatic
 from eagle_console.tui.panes.logview import MAX_LINES, LogView
 
 READS_PER_POLL = 16  # x 4 MiB: how far one poll may catch up before handing a batch to the screen
-
-
-def step_log(journal: Any, step_id: str | None) -> Path | None:
-    """The latest log of `step_id` (any run kind), as `Engine.latest_log`."""
-    if not step_id:
-        return None
-    run = journal.latest_run(step_id, kind=None)
-    return Path(run.log) if run and run.log else None
-
-
-def service_log(plan: Any, journal: Any, step_id: str | None) -> Path | None:
-    """The selected step's log when it is a service, else the log of the latest service run."""
-    step = plan.step(step_id) if step_id else None
-    if step is not None and step.service:
-        return step_log(journal, step_id)
-    runs = [r for r in journal.runs() if r.service and r.log]
-    return Path(runs[-1].log) if runs else None
 
 
 class LogBatch(NamedTuple):

@@ -9,6 +9,7 @@ from typing import Any
 from rich.style import Style
 from rich.text import Text
 
+from eagle_console.tui.labels import findings_text
 from eagle_console.tui.panes.follow import LogBatch, ServiceLogPane
 
 BUSY_PCT = 50.0  # a GPU above this is "busy" for the hang check
@@ -46,10 +47,7 @@ def nccl_text(summary: dict[str, Any]) -> Text:
     matrix = format_matrix(summary, max_ranks=16) if summary.get("pairs") else []
     if matrix:
         out += Text("\n" + "\n".join(matrix) + "\nP=P2P S=SHM N=NET C=COLLNET .=none", style="")
-    for f in summary.get("findings", []):
-        style = {"error": "bold red", "warning": "yellow"}.get(f["severity"], "dim")
-        out += Text(f"\n{f['severity'].upper()} {f['code']}: {f['message'][:200]}", style=style)
-    return out
+    return out + findings_text(summary.get("findings", []), 200, severity=True)
 
 
 class NcclPane(ServiceLogPane):

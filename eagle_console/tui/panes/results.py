@@ -111,7 +111,7 @@ class ResultsPane(Vertical):
         table = self.query_one(DataTable)
         table.clear()
         for row in rows(list(reversed(results)), baseline):  # newest first: the last run's figures on top
-            table.add_row(*row)
+            table.add_row(*(c if isinstance(c, Text) else Text(str(c)) for c in row))  # a str cell is markup
         self.query_one("#results-headline", Static).update(headline(results, baseline))
         empty = self.query_one("#results-empty", Static)
         empty.display = not results

@@ -9,6 +9,8 @@ from typing import Any
 from rich.style import Style
 from rich.text import Text
 
+from eagle_console.parse.sglang_log import describe_load
+from eagle_console.tui.labels import findings_text
 from eagle_console.tui.panes.follow import LogBatch, ServiceLogPane
 
 SPARK = "▁▂▃▄▅▆▇█"
@@ -51,6 +53,9 @@ def summary_text(summary: dict[str, Any], history: list[tuple[float, float | Non
         out = Text("no startup stage yet", style="dim")
     if stages:
         out += Text("  " + " → ".join(s["name"] for s in stages), style="cyan")
+    load = summary.get("load")
+    if load and not summary.get("ready"):  # the longest startup phase of a 1T model: say how far it is
+        out += Text("\n" + describe_load(load), style="yellow")
     decode = summary.get("decode")
     if decode:
         acc = decode.get("accept_len")
@@ -60,10 +65,7 @@ def summary_text(summary: dict[str, Any], history: list[tuple[float, float | Non
         tput = sparkline([t for t, _a in history])
         accs = sparkline([a for _t, a in history])
         out += Text(f"\ntok/s {tput}" + (f"  accept {accs}" if accs else ""), style="magenta")
-    for f in summary.get("findings", []):
-        style = {"error": "bold red", "warning": "yellow"}.get(f["severity"], "dim")
-        out += Text(f"\n{f['code']}: {f['message'][:160]}", style=style)
-    return out
+    return out + findings_text(summary.get("findings", []), 480)  # SGLang's ValueError whole
 
 
 class ServerPane(ServiceLogPane):

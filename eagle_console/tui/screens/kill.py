@@ -132,7 +132,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
             style = "bold red" if h.cls == "orphan" else "dim" if why else ""
             table.add_row(self._mark(h.pid), Text(str(h.pid), style=style), ",".join(map(str, h.gpus)) or "-",
                           f"{h.used_mib:.0f}" if h.used_mib is not None else "fd", Text(h.cls, style=style),
-                          h.owner or "—", Text(cmd, style=style), key=str(h.pid))
+                          Text(h.owner or "—"), Text(cmd, style=style), key=str(h.pid))
         self.state = "choosing"
         by_gpu = memory_by_gpu(holders)
         mem = ", ".join(f"GPU {g}: {mib:.0f} MiB" for g, mib in sorted(by_gpu.items())) or "no GPU memory held"

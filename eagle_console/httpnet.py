@@ -1,0 +1,53 @@
+"""The one HTTP path (httpx) for readiness probes, `http.wait` and the SGLang client.
+
+- Loopback never goes through a proxy: with HTTP_PROXY set and no NO_PROXY, 127.0.0.1 traffic went to the
+  proxy and every probe failed (issue #18). For a loopback host the environment's proxies are ignored.
+- Redirects are not followed: a probe's answer is the probed origin's, not another host's.
+- A probe reads the status line and headers only (never the body: a 1.5 GB response took 6 GB of memory
+  and a slow-drip body defeated the timeout), under one deadline for the whole request.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import threading
+from urllib.parse import urlsplit
+
+import httpx
+
+CONNECT_S = 1.0
+
+
+def is_loopback(url: str) -> bool:
+    host = (urlsplit(url).hostname or "").strip("[]")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def client(base_url: str, timeout: float) -> httpx.Client:
+    """A client for one origin: no proxy for loopback, no redirects, connect and read timeouts apart."""
+    return httpx.Client(base_url=base_url, trust_env=not is_loopback(base_url), follow_redirects=False,
+                        timeout=httpx.Timeout(timeout, connect=min(CONNECT_S * 5, timeout)))
+
+
+def probe(url: str, deadline_s: float = 2.0) -> int | None:
+    """The status `url` answers with (headers only), or None when nothing answered within `deadline_s`."""
+    result: list[int | None] = [None]
+
+    def ask() -> None:
+        try:
+            with httpx.Client(trust_env=not is_loopback(url), follow_redirects=False,
+                              timeout=httpx.Timeout(deadline_s, connect=min(CONNECT_S, deadline_s))) as c:
+                with c.stream("GET", url) as resp:  # the body is never read
+                    result[0] = resp.status_code
+        except (httpx.HTTPError, ValueError, OSError):
+            pass
+
+    worker = threading.Thread(target=ask, daemon=True, name="probe")
+    worker.start()
+    worker.join(deadline_s)  # one deadline for the whole request, however slowly the server answers
+    return result[0]

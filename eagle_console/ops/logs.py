@@ -1,0 +1,58 @@
+"""Where the logs are: a run's log path, a step's latest log, the live service and its log, a rollback's log.
+
+One place for each lookup, so the CLI (`log`, `rollback`), the engine (which writes them) and the console's
+Output, Server and NCCL panes read the same file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from eagle_console.journal import Journal, Run
+    from eagle_console.plan.model import Plan, Step
+
+
+def step_log_path(plan: Plan, step: Step, run_id: int) -> Path:
+    """Where a run of `step` writes: the step's `log`, else `logs/<step>-<run>.log` in the state dir."""
+    return step.log or plan.state_dir / "logs" / f"{step.id}-{run_id}.log"
+
+
+def rollback_log_path(plan: Plan, rollback_id: int) -> Path:
+    """Where rollback `rollback_id`'s supervisor writes."""
+    return plan.state_dir / "logs" / f"rollback-{rollback_id}.log"
+
+
+def latest_log_run(journal: Journal, step_id: str | None) -> Run | None:
+    """The latest run of `step_id` (any kind: an action, a service, a rollback) that has a log."""
+    if not step_id:
+        return None
+    run = journal.latest_run(step_id, kind=None)
+    return run if run is not None and run.log else None
+
+
+def latest_log(journal: Journal, step_id: str | None) -> Path | None:
+    """The latest log of `step_id` (any run kind): what `log STEP` prints and the Output pane follows."""
+    run = latest_log_run(journal, step_id)
+    return Path(run.log) if run is not None and run.log else None
+
+
+def live_service(journal: Journal, step_id: str) -> Run | None:
+    """The step's service run while its supervisor is alive (the service is up or starting), else None."""
+    from eagle_console.engine.procs import alive  # psutil: not loaded for a pane that only reads logs
+
+    run = journal.latest_run(step_id)
+    if run and run.service and not run.finished and alive(run.supervisor_pid, run.supervisor_ctime):
+        return run
+    return None
+
+
+def service_log(plan: Plan, journal: Journal, step_id: str | None) -> Path | None:
+    """The service log the Server and NCCL panes follow: the selected step's when it is a service, else
+    the log of the latest service run of any step."""
+    step = plan.step(step_id) if step_id else None
+    if step is not None and step.service:
+        return latest_log(journal, step_id)
+    runs = [r for r in journal.runs() if r.service and r.log]
+    return Path(runs[-1].log) if runs else None

@@ -1,0 +1,135 @@
+"""Hazards in a parsed plan that tomllib lets through: values no process or file name can take.
+
+Every walk here is iterative (a plan may be deep or long) and says where each problem is, so the
+loader reports it as PLAN:LINE:COL instead of failing later — at run time, or with a bare ValueError.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Any
+
+from eagle_console.plan.tomlpos import Path_
+
+INT_TOO_LONG = ("integer too long: TOML integers are 64-bit (at most 19 digits); "
+                "write a smaller number or a string")
+Hazard = tuple[Path_, str, str]  # (path, message, "key" | "value")
+
+
+def document_hazards(doc: dict[str, Any]) -> list[Hazard]:
+    """NUL characters in any key or string, and integers too long to print (every message would fail)."""
+    found: list[Hazard] = []
+    stack: list[tuple[Path_, Any]] = [((), doc)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if "\x00" in key:
+                    found.append(((*path, key), "a key holds a NUL character (\\u0000); remove it", "key"))
+                stack.append(((*path, key), item))
+        elif isinstance(value, list):
+            stack.extend(((*path, i), item) for i, item in enumerate(value))
+        elif isinstance(value, str) and "\x00" in value:
+            found.append((path, "a NUL character (\\u0000) cannot be passed to a process or a file name; "
+                                "remove it", "value"))
+        elif isinstance(value, int) and not isinstance(value, bool) and not _printable_int(value):
+            found.append((path, INT_TOO_LONG, "value"))
+    found.reverse()  # the stack visits the document backwards
+    return found
+
+
+def _printable_int(value: int) -> bool:
+    """False for an int Python refuses to write in decimal (a 0x/0o/0b literal past 4300 digits)."""
+    try:
+        str(value)
+    except ValueError:
+        return False
+    return True
+
+
+def long_int_at(text: str) -> int | None:
+    """Offset of the first integer literal longer than Python converts (`tomllib` then raises ValueError).
+
+    Only called after that ValueError, when everything before the literal parsed: the first run of digits
+    that long which is not inside a string or a comment is the one.
+    """
+    limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 4300
+    if limit <= 0:
+        return None
+    digits = re.compile(rf"[+-]?[0-9][0-9_]{{{limit - 1},}}")
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "#":
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif c in "\"'":
+            i = _after_string(text, i)
+        elif c in "+-0123456789":
+            m = digits.match(text, i)
+            if m and len(m.group().lstrip("+-").replace("_", "")) > limit:
+                return i
+            j = i + 1
+            while j < n and (text[j].isalnum() or text[j] in "_.:+-"):
+                j += 1
+            i = j
+        elif c.isalpha() or c == "_":  # a bare key or word: its digits are not a number
+            j = i + 1
+            while j < n and (text[j].isalnum() or text[j] in "_-"):
+                j += 1
+            i = j
+        else:
+            i += 1
+    return None
+
+
+def _after_string(text: str, i: int) -> int:
+    quote = text[i] * 3 if text.startswith(text[i] * 3, i) else text[i]
+    basic = quote[0] == '"'
+    j = i + len(quote)
+    while j < len(text):
+        if basic and text[j] == "\\":
+            j += 2
+            continue
+        if text.startswith(quote, j):
+            j += len(quote)
+            while text.startswith(quote[0], j) and len(quote) == 3:  # up to two quotes close the content
+                j += 1
+            return j
+        if len(quote) == 1 and text[j] == "\n":
+            return j
+        j += 1
+    return j
+
+
+_REF = re.compile(r"\$\{([^}]*)\}")
+
+
+def self_quoted_vars(command: str) -> list[str]:
+    """Names of `${var}` references inside single or double quotes of a `run` shell string.
+
+    The loader shell-quotes each value it inserts; inside the plan's own quotes that quoting is undone
+    (`"${v}"` with v = `a"; rm -rf ~; "` runs rm), so a quoted reference is worth a warning.
+    """
+    names: list[str] = []
+    quote: str | None = None
+    i = 0
+    while i < len(command):
+        c = command[i]
+        if c == "\\" and quote != "'":
+            i += 2
+            continue
+        if command.startswith("$${", i):
+            i += 3
+            continue
+        if c == "$" and quote is not None:
+            m = _REF.match(command, i)
+            if m:
+                names.append(m.group(1))
+                i = m.end()
+                continue
+        if c in "\"'" and quote in (None, c):
+            quote = None if quote == c else c
+        i += 1
+    return list(dict.fromkeys(names))

@@ -1,0 +1,51 @@
+"""Text safe to show on a terminal: control characters found, and escaped before printing.
+
+A title or a note holding ESC, an OSC sequence or a carriage return would drive the operator's terminal
+(recolour it, retitle it, overwrite a line, or write the clipboard) when the CLI prints it or the console
+shows it. The plan refuses such text (`plan.builder`); anything read back from the journal — notes,
+results, run logs' paths — goes through `printable` on both faces, the CLI and the console.
+"""
+
+from __future__ import annotations
+
+import re
+
+# C0 controls but tab and newline, DEL, and C1 controls (U+0080-U+009F: CSI, OSC, ST on their own).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL_OR_LAYOUT = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}"
+
+
+def printable(text: str, *, multiline: bool = True) -> str:
+    """`text` with every control character written as a visible `\\xNN` escape.
+
+    Newlines and tabs are kept when `multiline`; a carriage return is always escaped (it rewrites a line).
+    """
+    pattern = _CONTROL if multiline else _CONTROL_OR_LAYOUT
+    return pattern.sub(_escape, text)
+
+
+def first_control(text: str, *, multiline: bool = False) -> int | None:
+    """Index of the first control character in `text` (tab and newline allowed when `multiline`), else None.
+
+    A Windows line end (CR LF) in multi-line text is a line end, not a control character.
+    """
+    pattern = _CONTROL if multiline else _CONTROL_OR_LAYOUT
+    for m in pattern.finditer(text):
+        if multiline and m.group() == "\r" and text.startswith("\n", m.end()):
+            continue
+        if not multiline and m.group() == "\t":
+            continue
+        return m.start()
+    return None
+
+
+def describe_char(ch: str) -> str:
+    """A control character by a name the operator recognises: ESC, NUL, CR, else its code."""
+    names = {"\x1b": "ESC", "\x00": "NUL", "\r": "CR", "\n": "a newline", "\x07": "BEL", "\x9b": "CSI",
+             "\x9d": "OSC", "\x7f": "DEL", "\x08": "backspace"}
+    return names.get(ch, f"control character U+{ord(ch):04X}")

@@ -1,0 +1,88 @@
+"""One HTTP path for probes, http.wait and the client: loopback never via a proxy, redirects not followed,
+bodies never read by a probe (issue #18). Real servers on 127.0.0.1."""
+
+from __future__ import annotations
+
+import http.server
+import os
+import threading
+import time
+
+import pytest
+from test_sglang_bench import ctx_for
+
+from eagle_console.engine.builtins.http_wait import HttpWait
+from eagle_console.engine.supervise import http_ok
+from eagle_console.httpnet import is_loopback, probe
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        if self.path == "/redirect":
+            self.send_response(302)
+            self.send_header("Location", f"http://127.0.0.2:{self.server.server_port}/health")
+            self.end_headers()
+        elif self.path == "/drip":  # headers at once, then a body one byte a second, forever
+            self.send_response(200)
+            self.send_header("Content-Length", str(6 * 2**30))
+            self.end_headers()
+            try:
+                while not self.server.stopping:
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                    time.sleep(1.0)
+            except OSError:
+                pass
+        else:
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+
+@pytest.fixture
+def server():
+    httpd = http.server.ThreadingHTTPServer(("0.0.0.0", 0), Handler)
+    httpd.stopping = False
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_port}"
+    httpd.stopping = True
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture
+def dead_proxy(monkeypatch):
+    """HTTP_PROXY set to a port nothing listens on, and no NO_PROXY: what broke every probe."""
+    for key in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(key, raising=False)
+    for key in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.setenv(key, "http://127.0.0.1:9")
+
+
+def test_loopback_is_never_proxied(server, dead_proxy, tmp_path):
+    assert os.environ["HTTP_PROXY"]
+    assert probe(f"{server}/health") == 200
+    assert http_ok(f"{server}/health")  # the supervisor's readiness probe (urllib went to the proxy)
+    ctx = ctx_for(tmp_path, {"url": f"{server}/health", "timeout": "5s"})
+    assert HttpWait().run(ctx) == 0  # httpx.get went to the proxy
+    assert is_loopback("http://localhost:1/") and is_loopback("http://[::1]:1/")
+    assert not is_loopback("http://10.0.0.1/")
+
+
+def test_a_redirect_off_the_origin_is_not_followed(server):
+    assert probe(f"{server}/redirect") == 302
+    assert not http_ok(f"{server}/redirect")  # urllib followed it to 127.0.0.2 and said ready
+
+
+def test_a_dripping_endless_body_does_not_hold_the_probe(server, tmp_path):
+    assert probe(f"{server}/drip", deadline_s=2.0) == 200
+    ctx = ctx_for(tmp_path, {"url": f"{server}/drip", "timeout": "5s"})
+    done: list[int] = []
+    t = threading.Thread(target=lambda: done.append(HttpWait().run(ctx)), daemon=True)
+    t.start()
+    t.join(15)  # httpx.get read the 6 GiB body a byte a second, past any timeout
+    assert done == [0]

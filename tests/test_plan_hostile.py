@@ -1,0 +1,208 @@
+"""Hostile plans (issue 18): each refused at PLAN:LINE:COL by the loader and by every command, never a
+traceback; long plans load with their positions right; journal text is escaped wherever it is printed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eagle_console.journal import Journal
+from eagle_console.plan.loader import PlanError, PlanIssue, load_plan, parse_plan
+from eagle_console.plan.safe_text import printable
+
+REPO = Path(__file__).resolve().parent.parent
+HEAD = '[plan]\nid = "t"\ntitle = "test plan"\n\n'
+PHASE = '[[phase]]\nid = "0"\ntitle = "phase zero"\n\n'
+
+
+def step(sid: str, extra: str = "", title: str = "a step") -> str:
+    return f'  [[phase.step]]\n  id = "{sid}"\n  title = "{title}"\n{extra}'
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "plan.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def issues(tmp_path: Path, text: str) -> list[PlanIssue]:
+    with pytest.raises(PlanError) as info:
+        load_plan(write(tmp_path, text), environ={})
+    return info.value.errors
+
+
+def at(text: str, needle: str) -> tuple[int, int]:
+    i = text.index(needle)
+    return text.count("\n", 0, i) + 1, i - (text.rfind("\n", 0, i) + 1) + 1
+
+
+def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "eagle_console", *map(str, args)], capture_output=True,
+                          text=True, cwd=REPO, timeout=120)
+
+
+def chain_plan(n: int, extra_last: str = "") -> str:
+    """n steps, each needing the next one: the reverse order a depth-first walk goes deepest on."""
+    parts = [HEAD, PHASE]
+    for i in range(n):
+        needs = f'  needs = ["s{i + 1}"]\n' if i < n - 1 else extra_last
+        parts.append(step(f"s{i}", needs))
+    return "".join(parts)
+
+
+# -- size ------------------------------------------------------------------------------------------------------
+
+def test_positions_stay_right_on_a_big_plan(tmp_path: Path) -> None:
+    body = "".join(step(f"s{i}", '  run = "true"\n') for i in range(3000))
+    text = HEAD + PHASE + body + step("last", '  priority = "urgent"\n  tmeout = "9s"\n')
+    errs = issues(tmp_path, text)
+    assert (errs[0].line, errs[0].column) == at(text, '"urgent"')
+    assert (errs[1].line, errs[1].column) == at(text, "tmeout")
+
+
+# -- numbers and depth -----------------------------------------------------------------------------------------
+
+def test_a_5000_digit_integer_is_an_error_with_its_position(tmp_path: Path) -> None:
+    text = HEAD + '[vars]\nname = "x"  # 12345\nn = ' + "9" * 5000 + "\n"
+    [err] = issues(tmp_path, text)
+    assert (err.line, err.column) == at(text, "9999")
+    assert "integer too long" in err.message
+    r = cli("validate", write(tmp_path, text))
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "internal error" not in r.stderr
+    where = "{}:{}".format(*at(text, "9999"))
+    assert r.stdout.startswith(f"{tmp_path / 'plan.toml'}:{where}: integer too long")
+    r = cli("status", tmp_path / "plan.toml", "--state-dir", tmp_path / "state")
+    assert r.returncode == 2 and f":{where}: integer too long" in r.stderr and "internal error" not in r.stderr
+
+
+def test_a_huge_hex_integer_in_env_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    text = HEAD + "[env]\nBIG = 0x" + "f" * 4000 + "\n"
+    [err] = issues(tmp_path, text)
+    assert (err.line, err.column) == at(text, "0xf") and "integer too long" in err.message
+
+
+def test_a_1500_step_reverse_needs_chain_loads(tmp_path: Path) -> None:
+    plan = load_plan(write(tmp_path, chain_plan(1500)), environ={})
+    assert plan.step("s0").needs == ("s1",)
+
+
+def test_a_cycle_at_the_end_of_a_long_chain_has_a_line(tmp_path: Path) -> None:
+    text = chain_plan(1500, extra_last='  needs = ["s0"]\n')
+    errs = issues(tmp_path, text)
+    assert len(errs) == 1 and errs[0].message.startswith("needs cycle: s0 -> s1 -> s2")
+    assert errs[0].line == at(text, 'needs = ["s1"]')[0]
+
+
+# -- ids -------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("bad", [".", ".."])
+def test_dot_ids_are_refused(tmp_path: Path, bad: str) -> None:
+    text = f'[plan]\nid = "{bad}"\ntitle = "x"\n\n' + PHASE + step(bad)
+    errs = issues(tmp_path, text)
+    assert [(e.line, e.column) for e in errs] == [(2, 6), at(text, f'"{bad}"\n  title')]
+    assert all("outside" in e.message for e in errs)
+
+
+def test_dotted_ids_that_are_names_still_load(tmp_path: Path) -> None:
+    plan = load_plan(write(tmp_path, HEAD + PHASE + step("...") + step("0.1")), environ={})
+    assert [s.id for s in plan.steps()] == ["...", "0.1"]
+
+
+# -- control characters ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("raw", [r"\u001b[2J", r"\u001b]52;c;ZWNobw==\u0007", r"\u009b31m", r"over\rwrite"])
+def test_control_characters_in_titles_are_refused(tmp_path: Path, raw: str) -> None:
+    text = HEAD + PHASE + step("0.1", title=f"x{raw}")
+    [err] = issues(tmp_path, text)
+    assert (err.line, err.column) == at(text, f'"x{raw}') and '"title" holds' in err.message
+    assert "\x1b" not in err.message and "\x9b" not in err.message
+
+
+def test_control_characters_in_descriptions_node_and_via_vars(tmp_path: Path) -> None:
+    text = ('[plan]\nid = "t"\ntitle = "${t}"\nnode = "n\\u001b"\n[vars]\nt = "\\u001b[31m"\n\n' + PHASE
+            + step("0.1", '  description = """\nline one\n\\u001b]0;pwned\\u0007\n"""\n'))
+    errs = issues(tmp_path, text)
+    assert [e.line for e in errs] == [3, 4, at(text, 'description')[0]]
+    assert "(from a ${var})" in errs[0].message
+
+
+def test_multiline_descriptions_and_tabs_still_load(tmp_path: Path) -> None:
+    text = HEAD + PHASE + step("0.1", '  description = """\nline one\r\n\tline two\n"""\n', title="a\tb")
+    assert load_plan(write(tmp_path, text), environ={}).step("0.1").title == "a\tb"
+
+
+def test_error_messages_never_carry_control_characters(tmp_path: Path) -> None:
+    text = HEAD + PHASE + step("0.1", '  "ti\\u001b]0;x\\u0007" = 1\n')
+    r = cli("validate", write(tmp_path, text))
+    assert r.returncode == 2 and 'unknown key "ti\\x1b]0;x\\x07"' in r.stdout and "\x1b" not in r.stdout
+
+
+def test_journal_text_is_escaped_by_export_and_the_detail_line(tmp_path: Path) -> None:
+    plan_path = write(tmp_path, HEAD + PHASE + step("0.1"))
+    state = tmp_path / "state"
+    assert cli("note", plan_path, "0.1", "done\x1b]52;c;aGk=\x07 \x9b2J", "--state-dir", state).returncode == 0
+    md = cli("export", plan_path, "--format", "markdown", "--state-dir", state)
+    assert md.returncode == 0 and "done\\x1b]52;c;aGk=\\x07 \\x9b2J" in md.stdout
+    assert not any(c in md.stdout for c in "\x1b\x07\x9b")
+
+    from eagle_console.tui.live import read_snapshot
+    from eagle_console.tui.panes.detail import describe
+
+    plan = load_plan(plan_path, state_dir=state, environ={})
+    journal = Journal.for_plan(plan)
+    try:
+        shown = describe(plan, "0.1", read_snapshot(journal)).plain
+    finally:
+        journal.close()
+    assert "note: done\\x1b]52" in shown and "\x1b" not in shown
+
+
+def test_printable_keeps_layout_only_when_asked() -> None:
+    assert printable("a\n\tb\x1b[0m\r") == "a\n\tb\\x1b[0m\\x0d"
+    assert printable("a\nb", multiline=False) == "a\\x0ab"
+
+
+# -- NUL -------------------------------------------------------------------------------------------------------
+
+def test_nul_in_env_values_and_names_is_refused(tmp_path: Path) -> None:
+    text = HEAD + '[env]\nA = "x\\u0000y"\n"B\\u0000" = "1"\n\n' + PHASE + step("0.1", '  env = { C = "\\u0000" }\n')
+    errs = issues(tmp_path, text)
+    assert [(e.line, e.column) for e in errs] == [at(text, '"x\\u0000y"'), at(text, '"B\\u0000"'),
+                                                  at(text, '"\\u0000" }')]
+    assert all("NUL" in e.message for e in errs)
+
+
+def test_nul_in_run_is_refused(tmp_path: Path) -> None:
+    text = HEAD + PHASE + step("0.1", '  run = ["echo", "a\\u0000b"]\n')
+    [err] = issues(tmp_path, text)
+    assert (err.line, err.column) == at(text, '"a\\u0000b"') and "NUL" in err.message
+
+
+# -- self-quoted ${var} in run -----------------------------------------------------------------------------------
+
+def test_validate_warns_when_run_quotes_a_var_itself(tmp_path: Path) -> None:
+    text = (HEAD + '[vars]\nv = "a b"\n\n' + PHASE
+            + step("0.1", '  run = "echo \\"${v}\\" --x=\'${v}\'"\n')
+            + step("0.2", '  run = "echo ${v} \\"$${v}\\" \'plain\'"\n  check = "test \\"--m=${v}\\""\n'))
+    path = write(tmp_path, text)
+    warnings: list[PlanIssue] = []
+    load_plan(path, environ={}, warnings=warnings)
+    assert [(w.line, w.message.split(";")[0]) for w in warnings] == [
+        (at(text, 'run = "echo \\"${v}')[0], 'warning: "run" puts ${v} inside quotes'),
+        (at(text, "check")[0], 'warning: "check" puts ${v} inside quotes'),
+    ]
+    r = cli("validate", path)
+    assert r.returncode == 0 and r.stdout.splitlines()[1].startswith(f"{path}:{warnings[0].line}:")
+    doc = json.loads(cli("validate", path, "--json").stdout)
+    assert doc["ok"] is True and [w["line"] for w in doc["warnings"]] == [w.line for w in warnings]
+
+
+def test_no_warning_without_quotes(tmp_path: Path) -> None:
+    warnings: list[PlanIssue] = []
+    parse_plan(HEAD + '[vars]\nv = "a"\n' + PHASE + step("0.1", '  run = "echo ${v}"\n'), tmp_path / "p.toml",
+               environ={}, warnings=warnings)
+    assert warnings == []
