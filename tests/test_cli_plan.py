@@ -27,7 +27,7 @@ def test_validate_repo_plans_ok() -> None:
     assert {d["plan"] for d in docs} >= {"phase0-aqmedai-probe", "extraction-sglang"}
     assert all(d["ok"] and d["errors"] == [] for d in docs)
     one = json.loads(cli("validate", PHASE0, "--json").stdout)
-    assert one == {"ok": True, "plan": "phase0-aqmedai-probe", "errors": []}
+    assert one == {"schema": 1, "ok": True, "plan": "phase0-aqmedai-probe", "errors": []}
 
 
 def test_validate_broken_copy(tmp_path: Path) -> None:
@@ -71,7 +71,7 @@ def test_status_json_shape(tmp_path: Path) -> None:
     r = cli("status", PHASE0, "--json", state=tmp_path)
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert set(doc) == {"plan", "title", "phases"} and doc["plan"] == "phase0-aqmedai-probe"
+    assert set(doc) == {"schema", "plan", "title", "phases"} and doc["plan"] == "phase0-aqmedai-probe"
     (phase,) = doc["phases"]
     assert set(phase) == {"id", "title", "status", "priority", "steps"} and phase["status"] == "pending"
     assert [s["id"] for s in phase["steps"]] == ["0.1", "0.2", "0.2b", "0.3", "0.4"]

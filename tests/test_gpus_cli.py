@@ -44,7 +44,7 @@ def test_gpus_json_shape_with_orphans(orphaned):
     out = cli("gpus", "--json", "--sim", str(sim))
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
-    assert set(doc) == {"backend", "error", "driver", "pid_namespace", "gpus"} and doc["backend"] == "sim"
+    assert set(doc) == {"schema", "backend", "error", "driver", "pid_namespace", "gpus"} and doc["backend"] == "sim"
     assert doc["pid_namespace"] == "local"
     assert len(doc["gpus"]) == 8 and all(set(g) == GPU_KEYS for g in doc["gpus"])
     procs = {p["pid"]: (g["index"], p) for g in doc["gpus"] for p in g["processes"]}
@@ -65,7 +65,7 @@ def test_gpus_without_driver_exits_0_with_reason():
 def test_orphans_lists_then_kills_and_frees(orphaned):
     sim, pids = orphaned
     listed = json.loads(cli("orphans", "--json", "--sim", str(sim)).stdout)
-    assert set(listed) == {"holders", "killed", "survivors", "freed_mib", "error"}  # error: cli.md Additions
+    assert set(listed) == {"schema", "holders", "killed", "survivors", "freed_mib", "error"}  # error: cli.md Additions
     assert listed["error"] is None
     assert {h["pid"] for h in listed["holders"]} == set(pids)
     assert all(set(h) == HOLDER_KEYS and h["class"] == "orphan" for h in listed["holders"])

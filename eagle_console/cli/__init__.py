@@ -7,40 +7,98 @@ the functions that need them.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import sys
 
 from eagle_console import __version__
+from eagle_console.cli import color
 from eagle_console.cli.common import CliError
 
 # Each module exposes `register(subparsers)`, adding its commands with `set_defaults(func=...)`.
 COMMAND_MODULES = (
     "eagle_console.cli.tui_cmds",
     "eagle_console.cli.demo_cmds",
+    "eagle_console.cli.init_cmds",
     "eagle_console.cli.plan_cmds",
     "eagle_console.cli.run_cmds",
     "eagle_console.cli.gpu_cmds",
     "eagle_console.cli.server_cmds",
     "eagle_console.cli.bench_cmds",
     "eagle_console.cli.drafter_cmds",
+    "eagle_console.cli.completion",
 )
 
 
 CONSOLE_MODULE = "eagle_console.cli.tui_cmds"
 
+# The --help epilog; docs/cli.md says the same at more length.
+EPILOG = """\
+exit status:
+  0    success
+  1    the operation ran and failed (a failed step or check, a finding of severity error)
+  2    bad usage or bad input (unknown command, invalid plan, missing file); one line on stderr
+  130  interrupted (^C)
+
+environment:
+  EAGLE_CONSOLE_STATE        state directory (journal, logs) instead of .eagle-console/<plan id>/
+  EAGLE_CONSOLE_SIM          read the simulated node in this folder instead of the real GPUs
+  EAGLE_CONSOLE_GPU_BACKEND  force the GPU backend: nvml, sim or none
+  EAGLE_CONSOLE_KILL_GRACE   SIGTERM-to-SIGKILL grace for kills, timeouts, rollbacks (default 10s)
+  EAGLE_CONSOLE_DEBUG        1: show the traceback of an internal error
+  NO_COLOR                   set and not empty: no colour unless --color always
+
+Completion: eagle-console completion bash|zsh. Every --json document carries "schema": 1.
+Reference: docs/cli.md."""
+
+
+def _did_you_mean(word: str, choices) -> str:
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f", did you mean {close[0]!r}?" if close else ""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a "did you mean" on a mistyped choice (subcommand, status, --format)."""
+
+    def _check_value(self, action: argparse.Action, value) -> None:
+        if action.choices is not None and value not in action.choices:
+            what = "command" if isinstance(action, argparse._SubParsersAction) else "choice"
+            hint = _did_you_mean(value, action.choices)
+            known = ", ".join(map(str, action.choices))
+            raise argparse.ArgumentError(action, f"unknown {what} {value!r}{hint} (choose from {known})")
+
+
+def _add_color_everywhere(parser: argparse.ArgumentParser) -> None:
+    """`--color` is accepted before and after the command (`status PLAN --color never`)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in set(action.choices.values()):
+                child.add_argument("--color", choices=color.MODES, default=argparse.SUPPRESS,
+                                   help=argparse.SUPPRESS)
+                _add_color_everywhere(child)
+
 
 def build_parser(modules: tuple[str, ...] = COMMAND_MODULES) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="eagle-console",
         description="Operations console for an SGLang + EAGLE-3 GPU node: a game plan you can run, mark and "
         "roll back, GPU processes and orphan killing, server/NCCL logs, drafter checks.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"eagle-console {__version__}")
+    parser.add_argument("--color", choices=color.MODES, default="auto",
+                        help="colour the output: auto (a terminal, unless NO_COLOR is set), always, never")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in modules:
         importlib.import_module(name).register(sub)  # a missing command module is a bug: let it raise
+    _add_color_everywhere(parser)
     return parser
+
+
+def commands_of(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    sub = parser._subparsers._group_actions[0] if parser._subparsers else None  # type: ignore[union-attr]
+    return dict(sub.choices) if sub is not None else {}
 
 
 def opens_console(args_in: list[str]) -> bool:
@@ -50,14 +108,29 @@ def opens_console(args_in: list[str]) -> bool:
     return not args_in or args_in[0] == "tui" or args_in[0].endswith(".toml")
 
 
+def _looks_like_plan(word: str) -> bool:
+    """`eagle-console WORD`: a plan to open (a .toml, a path, an existing file), else a mistyped command."""
+    return word.endswith(".toml") or os.sep in word or os.path.exists(word)
+
+
 def main(argv: list[str] | None = None) -> int:
     args_in = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser((CONSOLE_MODULE,) if opens_console(args_in) else COMMAND_MODULES)
-    commands = set(parser._subparsers._group_actions[0].choices) if parser._subparsers else set()  # type: ignore[union-attr]
-    # `eagle-console [PLAN]` opens the console.
-    if not args_in or (args_in[0] not in commands and not args_in[0].startswith("-")):
-        args_in = ["tui", *args_in]
+    commands = commands_of(parser)
+    lead = 2 if args_in[:1] == ["--color"] else 1 if args_in[:1] and args_in[0].startswith("--color=") else 0
+    rest = args_in[lead:]
+    # `eagle-console [PLAN]` opens the console; an unknown word that is no plan is a mistyped command.
+    if not rest:
+        args_in = [*args_in, "tui"]
+    elif rest[0] not in commands and not rest[0].startswith("-"):
+        if not _looks_like_plan(rest[0]):
+            hint = _did_you_mean(rest[0], commands)
+            print(f"eagle-console: unknown command {rest[0]!r}{hint}\n"
+                  f"commands: {', '.join(commands)}; to open a plan: eagle-console PLAN.toml", file=sys.stderr)
+            return 2
+        args_in = [*args_in[:lead], "tui", *rest]
     args = parser.parse_args(args_in)
+    color.configure(getattr(args, "color", "auto"))
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

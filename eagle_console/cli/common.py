@@ -30,7 +30,14 @@ class CliError(Exception):
         self.code = code
 
 
+# Every --json document (an object) carries "schema": JSON_SCHEMA, raised on an incompatible change
+# (spec cli.md, Additions). Lists (todowrite, validate of several plans) stay lists.
+JSON_SCHEMA = 1
+
+
 def print_json(obj: Any) -> None:
+    if isinstance(obj, dict) and "schema" not in obj:
+        obj = {"schema": JSON_SCHEMA, **obj}
     json.dump(obj, sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
     sys.stdout.flush()

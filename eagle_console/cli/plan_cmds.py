@@ -141,6 +141,7 @@ def _status_doc(plan: Plan) -> dict[str, Any]:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from eagle_console.cli.color import status as paint
     from eagle_console.plan.export import GLYPHS
 
     plan = load_plan(args.plan, args.state_dir)
@@ -151,8 +152,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"{plan.id} — {plan.title}")
     width = max((len(s.id) for s in plan.steps()), default=2)
     for phase in doc["phases"]:
-        print(f"{GLYPHS.get(phase['status'], '?')} {phase['id']:<{width + 2}} {phase['title']}  "
-              f"[{phase['status']}, {phase['priority']}]")
+        st = phase["status"]  # glyph, id and status in the console tree's colour (cli/color.py)
+        print(paint(f"{GLYPHS.get(st, '?')} {phase['id']}", st) + " " * max(1, width + 3 - len(phase["id"]))
+              + f"{phase['title']}  [{paint(st, st)}, {phase['priority']}]")
         for step in phase["steps"]:
             extra = ""
             run = step["run"]
@@ -160,8 +162,9 @@ def cmd_status(args: argparse.Namespace) -> int:
                 extra = f"  (running, pid {run['pid']})"
             elif run and run["exit_code"] is not None:
                 extra = f"  (last exit {run['exit_code']})"
-            print(f"  {GLYPHS.get(step['status'], '?')} {step['id']:<{width}} {step['title']}  "
-                  f"[{step['status']}]{extra}")
+            st = step["status"]
+            print("  " + paint(f"{GLYPHS.get(st, '?')} {step['id']}", st) + " " * (width + 1 - len(step["id"]))
+                  + f"{step['title']}  [{paint(st, st)}]{extra}")
     return 0
 
 

@@ -110,8 +110,10 @@ def _report(engine, run_id: int, wait: bool) -> int:
     if outcome.ready:
         print(f"{run.step_id}: ready (service pid {run.pid})")
         return 0
+    from eagle_console.cli.color import status as paint
+
     detail = f" — {run.reason}" if run.reason else ""
-    print(f"{run.step_id}: {outcome.status}{detail}")
+    print(f"{run.step_id}: {paint(outcome.status, outcome.status)}{detail}")
     return 0 if outcome.ok else 1
 
 
