@@ -34,6 +34,7 @@ from eagle_console.tui.live import Snapshot, read_snapshot
 from eagle_console.tui.panes.detail import DetailLine
 from eagle_console.tui.panes.logs import GPU_PANE, LogTabs, build_pane, mount_hidden_panes
 from eagle_console.tui.panes.plan_tree import PlanPane
+from eagle_console.tui.panes.step_info import StepInfo
 
 if TYPE_CHECKING:
     from eagle_console.journal import Journal
@@ -94,12 +95,15 @@ class ConsoleApp(App[int]):
         # The panes the App itself tells things to (attributes down; they answer with messages up).
         self.plan_pane = PlanPane(id="plan")
         self.gpus: Any = build_pane(self.ctx, *GPU_PANE, id="gpus")
+        self.step_info = StepInfo(id="step-info")
         self.detail = DetailLine("", id="detail")
         yield Static(self._header_text(), id="header", markup=False)
         yield Static("", id="banner", markup=False)  # TOML errors quote "[phase]" and the like
         with Horizontal(id="main"):
-            yield self.plan_pane
-            with Vertical(id="right"):
+            with Vertical(id="left", classes="column"):
+                yield self.plan_pane
+                yield self.step_info
+            with Vertical(id="right", classes="column"):
                 yield self.gpus
                 yield LogTabs(self.ctx, id="logs")
         yield self.detail
@@ -120,7 +124,7 @@ class ConsoleApp(App[int]):
     def _fit_width(self, width: int) -> None:
         """The Plan pane takes more of a narrow terminal. Set on the one widget rather than through a
         breakpoint class on the Screen, which restyles every widget (~40 ms before the first frame)."""
-        self.plan_pane.styles.width = PLAN_WIDTH_NARROW if width < NARROW_BELOW else PLAN_WIDTH
+        self.query_one("#left").styles.width = PLAN_WIDTH_NARROW if width < NARROW_BELOW else PLAN_WIDTH
 
     def on_mount(self) -> None:
         self.title = f"eagle-console · {self.ctx.plan.id}"
@@ -226,6 +230,16 @@ class ConsoleApp(App[int]):
 
     def _show_detail(self) -> None:
         self.detail.show(self.ctx.plan, self.ctx.selected_step_id, self.snapshot)
+        self.step_info.show(self.ctx.plan, self.ctx.selected_step_id)
+        self.call_after_refresh(self._place_toasts)
+
+    def _place_toasts(self) -> None:
+        """Keep the toasts above the Detail line, whatever its height (drafter findings add lines)."""
+        if self._shutting_down():
+            return
+        below = self.detail.outer_size.height + self.query_one(KeyBar).outer_size.height
+        for rack in self.screen.query("ToastRack"):
+            rack.styles.margin = (0, 0, below, 1)
 
     @on(messages.DrafterFindings)
     def _drafter_findings(self, message: messages.DrafterFindings) -> None:
