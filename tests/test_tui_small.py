@@ -68,6 +68,14 @@ async def ready(pilot, pids) -> str:
                        what="the orphans on the main screen")
 
 
+async def scanned(pilot, pids) -> None:
+    """The GPU pane has read the orphans (whether or not it shows them)."""
+    app = pilot.app
+    await until(pilot, lambda: app.snapshot is not None and app.ctx.selected_step_id == "0.1", what="ready")
+    await until(pilot, lambda: app.gpus.last and set(pids) <= {h.pid for h in app.gpus.last.holders},
+                what="the orphans read")
+
+
 def test_80x24_shows_all_eight_gpus_and_the_orphans(tmp_path, two_orphans):
     sim, pids = two_orphans
     app = kill_app(tmp_path, sim)
@@ -98,7 +106,7 @@ def test_80x24_kill_from_the_keys_shows_the_result_and_the_keys(tmp_path, two_or
     async def scenario(pilot):
         from eagle_console.tui.screens.kill import KillScreen
 
-        await ready(pilot, pids)
+        await scanned(pilot, pids)
         await pilot.press("K")
         await until(pilot, lambda: isinstance(app.screen, KillScreen) and app.screen.state == "choosing", what="scan")
         assert "enter send SIGTERM" in screen_text(app)  # the keys fit
@@ -117,7 +125,7 @@ def test_gpu_kill_confirmation_lists_what_it_would_signal(tmp_path, two_orphans)
     app = kill_app(tmp_path, sim)
 
     async def scenario(pilot):
-        await ready(pilot, pids)
+        await scanned(pilot, pids)
         await pilot.press("r")
         text = await until(pilot, lambda: (lambda s: s if "SIGTERM" in s else None)(screen_text(app)),
                            what="the processes it would signal")
