@@ -69,7 +69,6 @@ def kill_preview(args: Mapping[str, Any], sim_dir: Path | None, journal: Journal
 class ConfirmScreen(ModalScreen[bool]):
     DEFAULT_CSS = """
     ConfirmScreen { align: center middle; }
-    ConfirmScreen #dialog { max-height: 100%; }
     ConfirmScreen #dialog-preview { color: $warning; }
     """
     BINDINGS = [

@@ -19,7 +19,7 @@ def key_lines(keys: list[tuple[str, str]]) -> str:
 
 
 class HelpScreen(ModalScreen[None]):
-    DEFAULT_CSS = "HelpScreen #dialog { max-height: 100%; } HelpScreen .help-head { text-style: bold; }"
+    DEFAULT_CSS = "HelpScreen .help-head { text-style: bold; }"  # its #dialog's size: console.tcss
     BINDINGS = [Binding("escape,q,question_mark", "close", "Close"),
                 Binding("j,down", "scroll(1)", "Down", show=False), Binding("k,up", "scroll(-1)", "Up", show=False)]
 
