@@ -11,10 +11,9 @@ import gc
 import os
 import socket
 import sys
-import time
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import events, on
 from textual.app import App, ComposeResult
@@ -25,7 +24,7 @@ from textual.widgets import Static, Tree
 
 from eagle_console.ops import export as export_op
 from eagle_console.ops import rollback, steps
-from eagle_console.tui import keys, messages, workers
+from eagle_console.tui import keys, messages, workers, zoom
 from eagle_console.tui.commands import ConsoleCommands
 from eagle_console.tui.context import ConsoleContext
 from eagle_console.tui.keybar import KeyBar
@@ -33,38 +32,18 @@ from eagle_console.tui.live import Snapshot, read_snapshot
 from eagle_console.tui.panes.detail import DetailLine
 from eagle_console.tui.panes.logs import GPU_PANE, LogTabs, build_pane, mount_hidden_panes
 from eagle_console.tui.panes.plan_tree import PlanPane
+from eagle_console.tui.panes.step_info import StepInfo
+from eagle_console.tui.startup import EXIT_AFTER_FIRST_PAINT, FirstPaint, process_age
 
 if TYPE_CHECKING:
     from eagle_console.journal import Journal
     from eagle_console.plan.model import Plan, Step
 
-EXIT_AFTER_FIRST_PAINT = "EAGLE_CONSOLE_EXIT_AFTER_FIRST_PAINT"
 NARROW_BELOW = 120  # columns
 PLAN_WIDTH, PLAN_WIDTH_NARROW = "45%", "55%"
 # The right-hand tab panes (built lazily, so the App knows them only by place): StepSelected and
 # PlanReloaded go to each; a HiddenPane placeholder has no handler and ignores them.
 TAB_PANES = "#logs ContentSwitcher > Vertical > *"
-
-
-class FirstPaint(NamedTuple):
-    seconds: float  # from process start to the first refresh
-    modules: dict[str, bool]
-
-
-def _process_age() -> float:
-    """Seconds since this process was spawned: from the spawner's CLOCK_MONOTONIC reading when it passed
-    one (benchmarks/startup.py), else from /proc (10 ms ticks; Linux), else 0.0."""
-    spawned = os.environ.get("EAGLE_CONSOLE_SPAWNED_AT")
-    if spawned:
-        return time.monotonic() - float(spawned)
-    try:
-        with open("/proc/self/stat", "rb") as f:
-            start_ticks = int(f.read().rsplit(b")", 1)[1].split()[19])
-        with open("/proc/uptime", "rb") as f:
-            uptime = float(f.read().split()[0])
-        return uptime - start_ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return 0.0
 
 
 class ConsoleApp(App[int]):
@@ -93,12 +72,15 @@ class ConsoleApp(App[int]):
         # The panes the App itself tells things to (attributes down; they answer with messages up).
         self.plan_pane = PlanPane(id="plan")
         self.gpus: Any = build_pane(self.ctx, *GPU_PANE, id="gpus")
+        self.step_info = StepInfo(id="step-info")
         self.detail = DetailLine("", id="detail")
         yield Static(self._header_text(), id="header", markup=False)
         yield Static("", id="banner", markup=False)  # TOML errors quote "[phase]" and the like
         with Horizontal(id="main"):
-            yield self.plan_pane
-            with Vertical(id="right"):
+            with Vertical(id="left", classes="column"):
+                yield self.plan_pane
+                yield self.step_info
+            with Vertical(id="right", classes="column"):
                 yield self.gpus
                 yield LogTabs(self.ctx, id="logs")
         yield self.detail
@@ -119,7 +101,11 @@ class ConsoleApp(App[int]):
     def _fit_width(self, width: int) -> None:
         """The Plan pane takes more of a narrow terminal. Set on the one widget rather than through a
         breakpoint class on the Screen, which restyles every widget (~40 ms before the first frame)."""
-        self.plan_pane.styles.width = PLAN_WIDTH_NARROW if width < NARROW_BELOW else PLAN_WIDTH
+        left = self.query_one("#left")
+        if zoom.zoomed(self) in ("plan", "step-info"):
+            left.styles.width = "100%"
+        else:
+            left.styles.width = PLAN_WIDTH_NARROW if width < NARROW_BELOW else PLAN_WIDTH
 
     def on_mount(self) -> None:
         self.title = f"eagle-console · {self.ctx.plan.id}"
@@ -133,7 +119,7 @@ class ConsoleApp(App[int]):
     def _first_frame_shown(self) -> None:
         """The first screen is up: now start what it does not show (polling, the hidden tabs' panes)."""
         if os.environ.get(EXIT_AFTER_FIRST_PAINT):  # the startup benchmark's measuring point
-            seconds = _process_age()
+            seconds = process_age()
             self.first_paint = FirstPaint(seconds, {m: m in sys.modules for m in ("torch", "safetensors", "numpy")})
             self.exit(0)
             return
@@ -223,6 +209,16 @@ class ConsoleApp(App[int]):
 
     def _show_detail(self) -> None:
         self.detail.show(self.ctx.plan, self.ctx.selected_step_id, self.snapshot)
+        self.step_info.show(self.ctx.plan, self.ctx.selected_step_id)
+        self.call_after_refresh(self._place_toasts)
+
+    def _place_toasts(self) -> None:
+        """Keep the toasts above the Detail line, whatever its height (drafter findings add lines)."""
+        if self._shutting_down():
+            return
+        below = self.detail.outer_size.height + self.query_one(KeyBar).outer_size.height
+        for rack in self.screen.query("ToastRack"):
+            rack.styles.margin = (0, 0, below, 1)
 
     def _select(self, node_id: str) -> None:
         self.plan_pane.select_id(node_id)
@@ -268,13 +264,16 @@ class ConsoleApp(App[int]):
         elif step.action is None:
             self.notify(f"{step.id} is manual: do it by hand and mark it", severity="warning")
         elif step.confirm:
-            from eagle_console.tui.screens.confirm import ConfirmScreen
+            from eagle_console.tui.screens.confirm import ConfirmScreen, kill_args, kill_preview
 
             def answered(ok: bool | None) -> None:
                 if ok:
                     self._start(step_id)
 
-            self.push_screen(ConfirmScreen(f"Run {step.id} — {step.title}?", step.action.describe()), answered)
+            body = "\n".join(filter(None, [step.description, f"runs {step.action.describe()}"]))
+            args = kill_args(step)
+            preview = None if args is None else partial(kill_preview, args, self.ctx.sim_dir, self.ctx.journal)
+            self.push_screen(ConfirmScreen(f"Run {step.id} — {step.title}?", body, preview), answered)
         else:
             self._start(step_id)
 
@@ -398,10 +397,17 @@ class ConsoleApp(App[int]):
     def action_tab(self, tab_id: str) -> None:
         self.query_one(LogTabs).active = tab_id
 
+    def action_zoom(self) -> None:
+        """z: GPUs alone, then the log tabs, the plan, the step, then every pane again."""
+        zoom.zoom(self, zoom.next_zoom(zoom.zoomed(self)))
+        self._fit_width(self.size.width)
+
     def action_help(self) -> None:
+        from eagle_console.tui.commands import palette_entries
         from eagle_console.tui.screens.help import HelpScreen
 
-        self.push_screen(HelpScreen(keys.help_keys(self.readonly), self.readonly))
+        palette = [text for text, _call, _help in palette_entries(self, per_step=False)]
+        self.push_screen(HelpScreen(keys.help_keys(self.readonly), self.readonly, palette))
 
     # q: quit, saying what keeps running
 

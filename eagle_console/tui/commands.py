@@ -1,4 +1,4 @@
-"""Command palette (ctrl+p) entries: mark, run or roll back any step by name, kill orphans, export the plan."""
+"""Command palette (ctrl+p) entries: every key's action, mark, run or roll back any step by name, export."""
 
 from __future__ import annotations
 
@@ -15,11 +15,19 @@ if TYPE_CHECKING:
 Entry = tuple[str, object, str]  # (what the palette shows, what it calls, help)
 
 
-def palette_entries(app: ConsoleApp) -> list[Entry]:
-    """Everything the palette offers this console; a read-only console offers only the exports."""
+def palette_entries(app: ConsoleApp, per_step: bool = True) -> list[Entry]:
+    """Everything the palette offers this console: every key's action, then (`per_step`) mark, run and roll
+    back each step by name, then the exports. A read-only console offers only what changes nothing."""
+    from eagle_console.tui.keys import MUTATING
+    from eagle_console.tui.panes.logs import TABS
+
+    entries: list[Entry] = [(title, partial(app.run_action, action), f"key {key}: {help_text}")
+                            for key, action, title, help_text in ACTIONS
+                            if not (app.readonly and action in MUTATING)]
+    entries += [(f"Show the {title} tab", partial(app.action_tab, tab_id), f"key {n}: in the right-hand tabs")
+                for n, (tab_id, title, *_) in enumerate(TABS, 1)]
     plan = app.ctx.plan
-    entries: list[Entry] = []
-    if not app.readonly:
+    if per_step and not app.readonly:
         for step in plan.steps():
             entries.append((f"Mark step {step.id} {step.title}", partial(app.open_mark, step.id),
                             "set its status by hand, with an optional note"))
@@ -30,12 +38,26 @@ def palette_entries(app: ConsoleApp) -> list[Entry]:
         for item in (*plan.phases, *plan.steps()):
             entries.append((f"Roll back {item.id} {item.title}", partial(app.open_rollback, item.id),
                             "lists what will be undone, in order, before anything happens"))
-        entries.append(("Kill orphaned GPU workers", app.action_kill_orphans,
-                        "every GPU holder, orphans preselected"))
     for fmt in EXPORT_SUFFIX:  # the formats ops.export writes
         entries.append((f"Export plan ({fmt})", partial(app.export_plan, fmt),
                         "write the plan with its statuses beside the state dir"))
     return entries
+
+
+# (key, App action, what the palette shows, help): every action a key does, so the palette offers it too.
+ACTIONS = (
+    ("r", "run", "Run the selected step", "asks first when the step says confirm"),
+    ("n", "next", "Run the next runnable step", "selects it, then runs it"),
+    ("m", "mark", "Mark the selected step", "set its status by hand, with an optional note"),
+    ("u", "rollback", "Roll back the selected step or phase", "lists what will be undone before anything"),
+    ("K", "kill_orphans", "Kill orphaned GPU workers", "every GPU holder, orphans preselected"),
+    ("e", "note", "Note on the selected step", "a line in the journal"),
+    ("f", "follow", "Follow / pause the log", "the Server, NCCL or Output tab"),
+    ("/", "filter", "Filter the log", "the Server, NCCL or Output tab"),
+    ("z", "zoom", "Zoom: one pane alone", "GPUs, logs, plan, step, then all again"),
+    ("?", "help", "Help: every key", "the dialogs' keys too"),
+    ("q", "quit", "Quit", "says what keeps running"),
+)
 
 
 class ConsoleCommands(Provider):

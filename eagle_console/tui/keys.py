@@ -16,15 +16,26 @@ BINDINGS: list[Binding] = [
     Binding("e", "note", "Note"),
     Binding("f", "follow", "Follow"),
     Binding("slash", "filter", "Filter", key_display="/"),
+    Binding("z", "zoom", "Zoom"),
     *[Binding(str(i), f"tab('{tab_id}')", title, show=False) for i, (tab_id, title, *_) in enumerate(TABS, 1)],
     Binding("question_mark", "help", "Help", key_display="?"),
     Binding("q", "quit", "Quit"),
 ]
 # Actions that change the journal, the node or the plan's state: hidden and refused under --readonly.
-MUTATING = frozenset({"run", "next", "mark", "note", "rollback", "kill_orphans"})
+MUTATING = frozenset({"run", "next", "mark", "note", "rollback", "kill_orphans"})  # z, f, / only look
 # Keys that exist but are not bindings (Textual's own), for the help screen.
-EXTRA_KEYS = (("tab / shift+tab", "move focus between panes"), ("ctrl+p", "command palette: mark, export"),
-              ("↑ ↓ ← → enter", "move in the plan tree, fold a phase"))
+EXTRA_KEYS = (("tab / shift+tab", "move focus between panes"), ("ctrl+p", "command palette: every action below"),
+              ("↑ ↓ j k ← → enter", "move in the plan tree, fold a phase"),
+              ("home / end", "in a log: top, bottom (End follows again); pgup pgdn a page"))
+# The keys of the dialogs (screens/), which their own key lines may not have room to list.
+DIALOG_KEYS = (
+    ("K dialog", "space select · j/k ↑↓ move · enter SIGTERM, then SIGKILL after the grace · esc close"),
+    ("", "y / n answer the second question (a tracked process) · enter closes once done"),
+    ("Run?", "enter / y run · esc / n cancel"),
+    ("Mark", "↑↓ pick a status · enter, then type a note (optional) · enter mark · esc cancel"),
+    ("Roll back", "enter roll back · c toggle --cascade (its dependents too) · esc cancel"),
+    ("Note", "type · enter save · esc cancel"),
+)
 
 
 def help_keys(readonly: bool) -> list[tuple[str, str]]:
@@ -34,3 +45,7 @@ def help_keys(readonly: bool) -> list[tuple[str, str]]:
     keys.append(("1…5", ", ".join(title for _, title, *_ in TABS) + " tab"))  # one line in the dialog
     keys.extend(EXTRA_KEYS)
     return keys
+
+
+def dialog_keys(readonly: bool) -> list[tuple[str, str]]:
+    return [] if readonly else list(DIALOG_KEYS)

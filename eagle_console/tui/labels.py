@@ -68,3 +68,24 @@ def findings_text(findings: list[dict[str, Any]], width: int, severity: bool = F
         head = f"{f['severity'].upper()} {f['code']}" if severity else f["code"]
         out += Text(f"\n{head}: {f['message'][:width]}", style=FINDING_STYLE.get(f["severity"], "dim"))
     return out
+
+
+def rollback_label(step) -> str:
+    """What `u` does to a step, as the engine's rollback will do it: its `rollback`, the built-in's own undo,
+    stopping a service, a mark only (the built-in's `undo_marks` says why), or nothing."""
+    if step.rollback is not None:
+        return f"rollback: {step.rollback.describe()}"
+    if step.action is None:
+        return "rollback: marks it rolled back (manual step)"
+    if step.uses:
+        from eagle_console.engine.builtins import builtin_class_or_none
+
+        cls = builtin_class_or_none(step.uses)
+        if cls is not None:
+            if cls.has_undo():
+                return f"rollback: {step.uses} undo"
+            if cls.service:
+                return f"rollback: stops the {step.uses} service"
+            if cls.undo_marks:
+                return f"rollback: marks rolled back ({cls.undo_marks.split(':')[0]})"
+    return "no rollback"

@@ -84,6 +84,7 @@ class Builtin:
     confirm: ClassVar[bool] = False  # a step using it asks before it runs (unless the plan says confirm = false)
     undo_marks: ClassVar[str | None] = None  # its undo only marks the step rolled back; the sentence says why
     drafter_findings: ClassVar[bool] = False  # the console shows a drafter report for a step using it
+    kill_preview: ClassVar[bool] = False  # its `with` is a kill scope: the console lists whom it would signal
 
     def validate(self, args: dict[str, Any]) -> list[str]:
         """Problems with `with` found without running (also used by `validate`)."""

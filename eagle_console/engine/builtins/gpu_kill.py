@@ -30,6 +30,7 @@ class GpuKill(Builtin):
     name = "gpu.kill"
     undo_marks = "killed processes cannot be brought back: marked rolled back (run it again to kill again)"
     confirm = True
+    kill_preview = True
 
     def validate(self, args: dict[str, Any]) -> list[str]:
         from eagle_console.node.kill import SCOPES, parse_grace

@@ -112,9 +112,19 @@ def holder_command(h: Holder, limit: int = 60) -> str:
     return f"{h.reason} · {command}" if h.cls == "orphan" and h.reason else command
 
 
-def holders_table(holders: list[Holder]) -> Text:
-    # One line per process, cut with … at the pane's edge rather than wrapped under the columns.
-    out = Text("PID      GPU  MiB     CLASS    OWNER  COMMAND\n", style="bold", no_wrap=True, overflow="ellipsis")
+CLASS_ORDER = {"orphan": 0, "other": 1, "tracked": 2}  # what the operator acts on first: a short pane shows it
+
+
+NARROW_TABLE = 60  # cells: below this the holders table drops OWNER (a tracked one names its step instead)
+
+
+def holders_table(holders: list[Holder], width: int | None = None) -> Text:
+    # One line per process, cut with … at the pane's edge rather than wrapped under the columns; orphans
+    # first, so a pane cut by the screen's height still shows them.
+    holders = sorted(holders, key=lambda h: CLASS_ORDER.get(h.cls, 1))
+    narrow = width is not None and width < NARROW_TABLE
+    head = "PID    GPU   MiB CLASS   COMMAND" if narrow else "PID      GPU  MiB     CLASS    OWNER  COMMAND"
+    out = Text(head + "\n", style="bold", no_wrap=True, overflow="ellipsis")
     if not holders:
         return out + Text("no GPU processes", style="dim")
     for h in holders:
@@ -124,7 +134,11 @@ def holders_table(holders: list[Holder]) -> Text:
         if not h.in_namespace:
             command = f"{command} (not in this PID namespace)"
         style = {"orphan": "bold red", "tracked": "green"}.get(h.cls, "")
-        out += Text(f"{h.pid:<8} {gpus:<4} {mib:>7} {h.cls:<8} {h.owner or '—':<6} {command}\n", style=style)
+        if narrow:
+            rest = f"step {h.owner}" if h.owner else command
+            out += Text(f"{h.pid:<6} {gpus:<3} {mib:>5} {h.cls:<7} {rest}\n", style=style)
+        else:
+            out += Text(f"{h.pid:<8} {gpus:<4} {mib:>7} {h.cls:<8} {h.owner or '—':<6} {command}\n", style=style)
     out.rstrip()
     return out
 
@@ -139,7 +153,7 @@ def render_reading(reading: GpuReading, width: int | None = None) -> tuple[Text,
             head += Text(f"\n{sample.error}", style="yellow")
         if reading.pid_namespace == "foreign":
             head += Text(f"\n{FOREIGN_NOTE}", style="yellow")
-    return head, holders_table(reading.holders)
+    return head, holders_table(reading.holders, width)
 
 
 def models_title(sample: NodeSample) -> str:
@@ -155,10 +169,10 @@ class GpuPane(VerticalScroll):
 
     BORDER_TITLE = "GPUs"
     DEFAULT_CSS = """
-    GpuPane { height: 1fr; }
+    GpuPane { height: auto; }
     GpuPane > #gpu-rows { height: auto; text-wrap: nowrap; text-overflow: ellipsis; }
     GpuPane > #gpu-rows.-message { text-wrap: wrap; }  /* why there are no GPUs: read it whole */
-    GpuPane > #gpu-procs { height: auto; margin-top: 1; text-wrap: nowrap; text-overflow: ellipsis; }
+    GpuPane > #gpu-procs { height: auto; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     def __init__(self, ctx: ConsoleContext, *, refresh_s: float = REFRESH_S, **kwargs) -> None:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
+from textual.binding import Binding, BindingType
 from textual.widgets import Tree
 
 from eagle_console.journal.status import plan_statuses, unmet_needs
@@ -30,6 +31,8 @@ class PlanPane(Tree[str]):
     """node.data is the phase or step id. The tree is rebuilt only when ids are added, removed or moved."""
 
     BORDER_TITLE = "PLAN"
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("j", "cursor_down", "Down", show=False),
+                                             Binding("k", "cursor_up", "Up", show=False)]
 
     def __init__(self, **kwargs) -> None:
         # Labels are Text, never str: Tree parses a str as Rich markup, so a title holding "[...]" would be

@@ -32,7 +32,16 @@ def delta(name: str, value: float | str, baseline: dict[str, float]) -> tuple[st
     return f"{pct:+.1f}%", ("red" if worse else "green") if abs(pct) >= 0.05 else ""
 
 
-def rows(results: list[Result], baseline: dict[str, float]) -> list[tuple]:
+NARROW = 60  # cells: below this a long result name is cut so that its value stays on screen
+NAME_CELLS = 14
+
+
+def short_name(name: str, cells: int | None) -> str:
+    """`vocab_positions_differ` → `vocab_position…`: the value beside it matters more than the name's end."""
+    return name if cells is None or len(name) <= cells else name[: cells - 1] + "…"
+
+
+def rows(results: list[Result], baseline: dict[str, float], name_cells: int | None = None) -> list[tuple]:
     """Table rows; every cell is Text, since DataTable parses a str cell as markup (a step's `::result r=[/]`
     crashed every console opened on its journal)."""
     out = []
@@ -40,8 +49,9 @@ def rows(results: list[Result], baseline: dict[str, float]) -> list[tuple]:
         value = f"{r.value:.2f}" if isinstance(r.value, float) else str(r.value)
         d, style = delta(r.name, r.value, baseline)
         base = baseline.get(r.name)
-        out.append((Text(r.step_id), Text(r.name), Text(value), Text("" if base is None else f"{base:g}"),
-                    Text(d, style=style), Text(time.strftime("%H:%M:%S", time.localtime(r.at)))))
+        out.append((Text(r.step_id), Text(short_name(r.name, name_cells)), Text(value),
+                    Text("" if base is None else f"{base:g}"), Text(d, style=style),
+                    Text(time.strftime("%H:%M:%S", time.localtime(r.at)))))
     return out
 
 
@@ -101,19 +111,25 @@ class ResultsPane(Vertical):
         self._key = None  # the baseline may have changed
         self.poller.poke()
 
+    def on_resize(self) -> None:
+        if self.results:  # narrow or wide: the names may need cutting, or no longer
+            self._show(self.results)
+
     def _read(self) -> list[Result]:
         return self.ctx.journal.results()
 
     def _show(self, results: list[Result]) -> None:
         baseline = dict(self.ctx.plan.baseline)
-        key = (tuple((r.step_id, r.name, r.value, r.at) for r in results), tuple(sorted(baseline.items())))
+        name_cells = NAME_CELLS if 0 < self.size.width < NARROW else None
+        key = (tuple((r.step_id, r.name, r.value, r.at) for r in results), tuple(sorted(baseline.items())),
+               name_cells)
         if key == self._key:
             return
         self._key, self.results = key, results
         table = self.query_one(DataTable)
         table.clear()
-        for row in rows(list(reversed(results)), baseline):  # newest first: the last run's figures on top
-            table.add_row(*(c if isinstance(c, Text) else Text(str(c)) for c in row))  # a str cell is markup
+        for row in rows(list(reversed(results)), baseline, name_cells):  # newest first: the last run's figures on top
+            table.add_row(*row)
         self.query_one("#results-headline", Static).update(headline(results, baseline))
         empty = self.query_one("#results-empty", Static)
         empty.display = not results

@@ -42,19 +42,23 @@ def result_text(record: KillRecord) -> Text:
     return out
 
 
+CHOOSE_KEYS = "space select · j/k move · enter send SIGTERM · esc close"
+TABLE_ROWS = 16  # the most the holders table takes; fewer when the terminal is short (`_fit`)
+
+
 class KillScreen(ModalScreen[KillRecord | None]):
     """Dismisses with the journaled record, or None when nothing was killed."""
 
     DEFAULT_CSS = """
     KillScreen { align: center middle; }
     KillScreen > #kill-dialog {
-        width: 110; max-width: 98%; height: auto; max-height: 90%;
+        width: 110; max-width: 100%; height: auto; max-height: 100%;
         border: thick $error; background: $surface; padding: 0 1;
     }
     KillScreen #kill-title { text-style: bold; }
-    KillScreen DataTable { height: auto; max-height: 16; }
-    KillScreen #kill-plan { margin-top: 1; }
-    KillScreen #kill-progress { color: $warning; text-style: bold; }
+    KillScreen DataTable { height: auto; max-height: 16; }  /* _fit lowers it on a short screen */
+    KillScreen #kill-progress { color: $warning; text-style: bold; height: auto; }
+    KillScreen #kill-progress.-empty { display: none; }
     KillScreen .hint { color: $text-muted; }
     """
     BINDINGS = [
@@ -64,6 +68,8 @@ class KillScreen(ModalScreen[KillRecord | None]):
         Binding("n", "answer(False)", "No", show=False),
         Binding("escape", "close", "Close"),
         Binding("q", "close", "Close", show=False),
+        Binding("j", "move(1)", "Down", show=False),
+        Binding("k", "move(-1)", "Up", show=False),
     ]
 
     def __init__(self, ctx: ConsoleContext, grace: float | None = None) -> None:
@@ -86,12 +92,13 @@ class KillScreen(ModalScreen[KillRecord | None]):
     def compose(self):
         with Vertical(id="kill-dialog"):
             yield Static("Kill GPU processes", id="kill-title")
+            # the progress and the result on top, where a short terminal cannot cut them off
+            yield Static("", id="kill-progress", markup=False, classes="-empty")
             yield Static("scanning GPU holders…", id="kill-summary")
             table: DataTable = DataTable(id="kill-table", cursor_type="row", zebra_stripes=True)
             yield table
             yield Static("", id="kill-plan")
-            yield Static("", id="kill-progress", markup=False)
-            yield Static("space select · enter send SIGTERM · esc close", classes="hint", id="kill-hint")
+            yield Static(CHOOSE_KEYS, classes="hint", id="kill-hint")
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
@@ -100,6 +107,31 @@ class KillScreen(ModalScreen[KillRecord | None]):
             table.add_column(label, key=key)
         table.focus()
         self.run_worker(self._scan, thread=True, group="kill-scan", exit_on_error=False)
+
+    def _say(self, text: str | Text) -> None:
+        """The progress line, on top: the question, the countdown, then the result."""
+        progress = self.query_one("#kill-progress", Static)
+        progress.update(text)
+        progress.set_class(not str(text), "-empty")
+        self.call_after_refresh(self._fit)
+
+    def on_resize(self) -> None:
+        self._fit()
+
+    def _fit(self) -> None:
+        """The holders table takes what the screen has left once the title, result, plan and keys are shown,
+        so the keys and the result are never cut off at 80x24."""
+        if not self.is_mounted:
+            return
+        table = self.query_one(DataTable)
+        dialog = self.query_one("#kill-dialog")
+        others = sum(w.outer_size.height for w in dialog.children if w is not table and w.display)
+        room = self.size.height - 2 - others  # the dialog's border
+        table.styles.max_height = max(2, min(TABLE_ROWS, room))
+
+    def action_move(self, step: int) -> None:
+        table = self.query_one(DataTable)
+        table.move_cursor(row=max(0, table.cursor_row + step))
 
     # ---- scan ------------------------------------------------------------------------------------
 
@@ -162,6 +194,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
                         f"then SIGKILL to survivors after {self.grace:g}s; expected to free {gpus or '? MiB'}",
                         style="bold")
         self.query_one("#kill-plan", Static).update(text)
+        self.call_after_refresh(self._fit)
 
     def chosen(self) -> list[Holder]:
         return [h for h in self.holders if h.pid in self.selected]
@@ -175,7 +208,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
         h = self.holders[table.cursor_row]
         if h.pid in self.refused:
             self.app.bell()
-            self.query_one("#kill-progress", Static).update(f"{h.pid} cannot be signalled: {self.refused[h.pid]}")
+            self._say(f"{h.pid} cannot be signalled: {self.refused[h.pid]}")
             return
         self.selected ^= {h.pid}
         table.update_cell(str(h.pid), "sel", self._mark(h.pid))
@@ -191,14 +224,14 @@ class KillScreen(ModalScreen[KillRecord | None]):
         if self.state != "choosing":
             return
         if self.ctx.readonly:
-            self.query_one("#kill-progress", Static).update("read-only console: killing is disabled")
+            self._say("read-only console: killing is disabled")
             return
         if self.grace_error:
-            self.query_one("#kill-progress", Static).update(Text(self.grace_error, style="red"))
+            self._say(Text(self.grace_error, style="red"))
             return
         targets = self.chosen()
         if not targets:
-            self.query_one("#kill-progress", Static).update("select at least one process (space)")
+            self._say("select at least one process (space)")
             return
         tracked = [h for h in targets if h.cls == "tracked"]
         if tracked:
@@ -213,7 +246,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
         self.state = "confirming"
         them = "them" if len(tracked) > 1 else "it"
         question = "; ".join(tracked_note(h) for h in tracked) + f": kill {them} anyway? y/N"
-        self.query_one("#kill-progress", Static).update(Text(question, style="bold red"))
+        self._say(Text(question, style="bold red"))
         self.query_one("#kill-hint", Static).update("y kill · n / enter / esc keep it running")
 
     def action_answer(self, yes: bool) -> None:
@@ -223,13 +256,16 @@ class KillScreen(ModalScreen[KillRecord | None]):
             self._start_kill(self.chosen())
             return
         self.state = "choosing"
-        self.query_one("#kill-progress", Static).update("not killed: the tracked process keeps running")
-        self.query_one("#kill-hint", Static).update("space select · enter send SIGTERM · esc close")
+        self._say("not killed: the tracked process keeps running")
+        self.query_one("#kill-hint", Static).update(CHOOSE_KEYS)
 
     def _start_kill(self, targets: list[Holder]) -> None:
         self.state = "killing"
-        self.query_one("#kill-hint", Static).update("killing… (the dialog closes when it is done)")
-        self.query_one("#kill-progress", Static).update(f"SIGTERM sent · SIGKILL in {self.grace:.0f}s")
+        self.query_one("#kill-hint", Static).update("killing… the result shows here when it is done")
+        plan = self.query_one("#kill-plan", Static)  # what Enter would do is done now: not left standing
+        plan.update("")
+        plan.display = False
+        self._say(f"SIGTERM sent · SIGKILL in {self.grace:.0f}s")
         self.run_worker(lambda: self._kill(targets), thread=True, group="kill-run", exit_on_error=False)
 
     def action_close(self) -> None:
@@ -237,7 +273,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
             self.action_answer(False)
             return
         if self.state == "killing":  # the kill finishes and journals first
-            self.query_one("#kill-progress", Static).update("still killing: wait for the result")
+            self._say("still killing: wait for the result")
             return
         if self._found is not None:
             self._found.close()
@@ -261,7 +297,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
         self.app.call_from_thread(self._done, record, None)
 
     def _countdown(self, left: float, alive: list[int]) -> None:
-        self.query_one("#kill-progress", Static).update(
+        self._say(
             f"SIGTERM sent · SIGKILL in {left:.0f}s · still alive: {' '.join(map(str, alive))}")
 
     def _done(self, record: KillRecord | None, error: str | None) -> None:
@@ -270,9 +306,10 @@ class KillScreen(ModalScreen[KillRecord | None]):
         progress = self.query_one("#kill-progress", Static)
         progress.update(result_text(record) if record is not None else Text(error or "", style="red"))
         self.query_one("#kill-hint", Static).update("enter / esc close")
+        self.call_after_refresh(self._fit)
         for pid in record.killed if record is not None else []:
             try:
-                self.query_one(DataTable).update_cell(str(pid), "sel", Text("killed", style="green"))
+                self.query_one(DataTable).update_cell(str(pid), "sel", Text("✔", style="bold green"))
             except Exception:  # the row may be gone if the table was rebuilt
                 pass
         from eagle_console.tui.messages import GpusChanged
