@@ -7,10 +7,14 @@ Used by .ci/run to run the suite at the floors pyproject.toml promises; markers 
 from __future__ import annotations
 
 import sys
-import tomllib
 from pathlib import Path
 
 from packaging.requirements import Requirement
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
 
 
 def floors(pyproject: Path, extras: list[str]) -> list[str]:
