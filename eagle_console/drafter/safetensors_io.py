@@ -1,8 +1,9 @@
-"""Safetensors files read by hand: the 8-byte header length and JSON header, and single tensors' raw bytes.
+"""Safetensors files: headers through the `safetensors` library, single tensors' raw bytes by hand.
 
 Inspecting a checkpoint must not read gigabytes of weights, so names, shapes and dtypes come from the
 header alone; only the small tensors we need as values (d2t, t2d, sample features) are read, at their
-offsets, with numpy.
+offsets, with numpy. Values stay our own read because numpy has no bfloat16 (the library's numpy
+loader refuses BF16 tensors), and drafters are BF16.
 """
 
 from __future__ import annotations
@@ -13,9 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# Header sizes beyond this are not a safetensors file (the format caps it at 100 MB).
-MAX_HEADER_BYTES = 100 * 1024 * 1024
-
 # safetensors dtype -> (numpy dtype string, bytes per element)
 DTYPES: dict[str, tuple[str, int]] = {
     "F64": ("<f8", 8), "F32": ("<f4", 4), "F16": ("<f2", 2), "BF16": ("<u2", 2),
@@ -24,6 +22,11 @@ DTYPES: dict[str, tuple[str, int]] = {
     "BOOL": ("?", 1), "F8_E4M3": ("u1", 1), "F8_E5M2": ("u1", 1),
 }
 FLOAT_DTYPES = ("F64", "F32", "F16", "BF16")
+# Every dtype the safetensors format defines -> bits per element (spans in the file follow from these).
+DTYPE_BITS: dict[str, int] = {
+    **{name: width * 8 for name, (_, width) in DTYPES.items()},
+    "F8_E8M0": 8, "C64": 64, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
+}
 
 
 class SafetensorsError(Exception):
@@ -52,39 +55,46 @@ class TensorInfo:
 
 
 def read_header(path: Path) -> tuple[dict[str, TensorInfo], dict[str, Any]]:
-    """Tensors of one file (by name) and its `__metadata__`, from the header only."""
+    """Tensors of one file (by name) and its `__metadata__`, from the header only.
+
+    `safetensors.safe_open` parses and validates the header (faster than json here, and it refuses a file
+    whose size does not match its header, e.g. a partial download, which a JSON read alone accepts). The
+    library does not give byte offsets, but it guarantees the data are packed with no gaps in
+    `offset_keys()` order, so each tensor's span follows from the dtype widths.
+    """
+    from safetensors import SafetensorError, safe_open
+
     try:
         with open(path, "rb") as f:
             raw_len = f.read(8)
-            if len(raw_len) != 8:
-                raise SafetensorsError(f"{path}: too short for a safetensors file")
-            (n,) = struct.unpack("<Q", raw_len)
-            if n > MAX_HEADER_BYTES:
-                raise SafetensorsError(f"{path}: header length {n} is not plausible; not a safetensors file?")
-            raw = f.read(n)
+        with safe_open(str(path), framework="numpy") as handle:
+            entries = [(name, handle.get_slice(name)) for name in handle.offset_keys()]
+            layout = [(name, str(s.get_dtype()), tuple(int(d) for d in s.get_shape())) for name, s in entries]
+            metadata = dict(handle.metadata() or {})
     except OSError as exc:
         raise SafetensorsError(f"{path}: {exc.strerror or exc}") from None
-    if len(raw) != n:
-        raise SafetensorsError(f"{path}: header cut short ({len(raw)} of {n} bytes)")
-    try:
-        header = json.loads(raw)
-    except ValueError as exc:
-        raise SafetensorsError(f"{path}: header is not JSON ({exc})") from None
-    if not isinstance(header, dict):
-        raise SafetensorsError(f"{path}: header is not a JSON object")
-    base = 8 + n
-    metadata = header.pop("__metadata__", None) or {}
+    except SafetensorError as exc:
+        raise SafetensorsError(f"{path}: {_explain(str(exc))}") from None
+    (n,) = struct.unpack("<Q", raw_len)  # safe_open has checked the file holds the 8 bytes and the header
+    offset = 8 + n
     tensors: dict[str, TensorInfo] = {}
-    for name, entry in header.items():
-        try:
-            begin, end = (int(x) for x in entry["data_offsets"])
-            tensors[name] = TensorInfo(
-                name=name, dtype=str(entry["dtype"]), shape=tuple(int(d) for d in entry["shape"]),
-                file=path, start=base + begin, end=base + end,
-            )
-        except (KeyError, TypeError, ValueError):
-            raise SafetensorsError(f"{path}: header entry {name!r} lacks dtype/shape/data_offsets") from None
+    for name, dtype, shape in layout:
+        if dtype not in DTYPE_BITS:
+            raise SafetensorsError(f"{path}: tensor {name!r} has dtype {dtype}, unknown to eagle-console")
+        numel = 1
+        for d in shape:
+            numel *= d
+        size = (numel * DTYPE_BITS[dtype] + 7) // 8
+        tensors[name] = TensorInfo(name=name, dtype=dtype, shape=shape, file=path, start=offset, end=offset + size)
+        offset += size
     return tensors, metadata
+
+
+def _explain(message: str) -> str:
+    """The library's reason, with what it means for a checkpoint where that is not obvious."""
+    if "not fully covered" in message or "incomplete" in message.lower():
+        return f"file size does not match its header: truncated (a partial download?) or padded ({message})"
+    return f"not a readable safetensors file ({message})"
 
 
 def read_array(info: TensorInfo) -> Any:
