@@ -120,15 +120,16 @@ def test_deleted_and_recreated(tmp_path: Path) -> None:
         assert f.rotations == 1
 
 
-def test_binary_junk_is_replaced_not_fatal(tmp_path: Path) -> None:
+def test_binary_junk_is_escaped_not_fatal(tmp_path: Path) -> None:
     log = tmp_path / "junk.log"
     junk = bytes(range(256)) * 4
     append(log, b"before\n" + junk.replace(b"\n", b"") + b"\nafter \xff\xfe ok\n")
     with LogFollower(log) as f:
         got = drain(f)
-    assert got[0] == "before" and got[-1] == "after \ufffd\ufffd ok"
+    assert got[0] == "before" and got[-1] == "after \\xff\\xfe ok"  # shown as escapes, not lost
     assert len(got) == 3
-    assert not any(ch in got[1] for ch in "\x00\x1b\x07\r")
+    assert not any(ch in got[1] for ch in "\x00\x1b\x07\r\x9b")
+    assert "\\x1b" in got[1] and "\\x9b" in got[1]  # (what follows its last CR: bytes 14-255)
 
 
 def test_progress_bar_keeps_last_redraw(tmp_path: Path) -> None:

@@ -179,23 +179,19 @@ def cmd_log(args: argparse.Namespace) -> int:
     path = Path(run.log)
     if not path.exists():
         raise CliError(f"the log {path} does not exist (yet)", code=1)
-    out = sys.stdout.buffer
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 16):
-            out.write(chunk)
-        out.flush()
-        if not args.follow:
-            return 0
-        while True:  # until the run ends (or ^C)
-            chunk = f.read(1 << 16)
-            if chunk:
-                out.write(chunk)
-                out.flush()
-                continue
-            engine.reconcile()
-            run = engine.journal.run(run.id) if run else None
-            if run is None or run.finished:
-                out.write(f.read())  # whatever landed between the last read and the end
-                out.flush()
-                return 0
-            time.sleep(0.2)
+    from eagle_console.node.tail import NotRegularFile, read_lines
+
+    run = engine.journal.latest_run(args.step, kind=None) if args.follow else None
+
+    def run_ended() -> bool:  # --follow: until the run ends (or ^C)
+        nonlocal run
+        engine.reconcile()
+        run = engine.journal.run(run.id) if run else None
+        return run is None or run.finished
+
+    try:  # only a regular file, read up to its size now; control bytes escaped (tail.clean_line)
+        for line in read_lines(path, until=run_ended if args.follow else None):
+            print(line, flush=args.follow)
+    except NotRegularFile as exc:
+        raise CliError(str(exc), code=1) from None
+    return 0

@@ -24,7 +24,8 @@ from eagle_console.engine.procs import alive, create_time, stop_session
 from eagle_console.engine.pyenv import child_env, forget_own_entry
 from eagle_console.engine.spec import ActionSpec, RollbackSpec, read_spec
 from eagle_console.journal import EventKind, Journal
-from eagle_console.statedir import private_dirs, private_opener
+from eagle_console.node.tail import NotRegularFile, open_regular
+from eagle_console.statedir import private_dirs
 
 RESULT_RE = re.compile(r"^::result\s+([A-Za-z0-9_.\-]+)=(.*)$")
 POLL_S = 0.1
@@ -39,7 +40,7 @@ class LogScanner:
 
     def read(self) -> list[str]:
         try:
-            with open(self.path, "rb") as f:
+            with os.fdopen(open_regular(self.path), "rb") as f:  # a FIFO or device is never read
                 f.seek(self.offset)
                 data = f.read(4 << 20)
         except OSError:
@@ -86,18 +87,28 @@ class Supervisor:
         self.terminate_reason = "the supervisor received SIGTERM"
 
     def note(self, text: str) -> None:
-        with open(self.log_path, "a", encoding="utf-8", opener=private_opener) as f:
+        try:  # only a regular file: opening a FIFO for writing blocks until a reader comes
+            fd = open_regular(self.log_path, append=True)
+        except NotRegularFile as exc:  # → the supervisor's own log (stderr)
+            print(f"[eagle-console] {text} (not in the step log: {exc})", file=sys.stderr, flush=True)
+            return
+        with os.fdopen(fd, "a", encoding="utf-8") as f:
             f.write(f"[eagle-console] {text}\n")
 
     def start(self, argv: list[str], cwd: str, env: dict[str, str]) -> subprocess.Popen:
         """Start `argv` with `env` (the spec's overrides) laid over the operator's environment."""
         private_dirs(self.log_path.parent)
-        log = open(self.log_path, "ab", opener=private_opener)  # the child writes here: no pipe to break
+        try:  # the child writes here directly: no pipe to break if we die
+            log = open_regular(self.log_path, append=True)
+        except NotRegularFile as exc:  # a FIFO/device log: run anyway (timeout, SIGTERM), output dropped
+            print(f"[eagle-console] the action's output is discarded: {exc}", file=sys.stderr, flush=True)
+            log = subprocess.DEVNULL
         try:
             return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                     cwd=cwd, env=child_env(argv, env), start_new_session=True)
         finally:
-            log.close()
+            if log >= 0:
+                os.close(log)
 
     def supervise(self, child: subprocess.Popen, scanner: LogScanner, on_line: Callable[[str], None],
                   deadline: Callable[[], float | None], grace_s: float,

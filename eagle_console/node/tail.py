@@ -6,32 +6,86 @@ keeps following across rotation (rename + new file: the old file is drained firs
 truncation (copytruncate) and deletion/recreation. Bytes are decoded as UTF-8 with replacement, control
 characters are neutralised, a `\\r`-rewritten progress bar keeps only its last state, and a line longer
 than `max_line` bytes is cut there and marked. No threads: the caller decides where it runs.
+
+Only regular files are read (`open_regular`): a FIFO would block `open()` until a writer came, and a
+device (/dev/zero, /dev/urandom) never ends. Such a path is refused with a message naming it.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 MAX_LINE = 64 * 1024
-MAX_BYTES_PER_READ = 4 * 1024 * 1024
+MAX_BYTES_PER_READ = 1024 * 1024  # per read_new() call: a poll never reads more than this
 CUT_MARK = " …[line cut at {limit} bytes]"
 _FINGERPRINT = 64  # bytes at the head of the file that tell a rewritten file from the one we read
-# C0 controls (but tab) and DEL would move the cursor or ring the bell in a terminal widget.
-_CONTROL = {c: "\ufffd" for c in (*range(0, 9), *range(11, 32), 127)}
-_HAS_CONTROL = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")
+# C0 controls (but tab), DEL and C1 controls (U+0080-U+009F: some terminals take U+009B as CSI) would
+# move the cursor, recolour or retitle the terminal: shown escaped (`\x1b`) instead.
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0, 9), *range(11, 32), *range(127, 160))}
+_HAS_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+
+
+class NotRegularFile(OSError):
+    """The path names a FIFO, device, socket or directory: refused, never read."""
+
+    def __init__(self, path: str | os.PathLike[str], mode: int | None) -> None:
+        kind = next((name for test, name in _KINDS if mode is not None and test(mode)), "not a regular file")
+        super().__init__(f"{os.fspath(path)} is {kind}, not a regular file: refused (only regular files are read)")
+        self.path = os.fspath(path)
+
+
+def open_regular(path: str | os.PathLike[str], *, append: bool = False) -> int:
+    """A file descriptor on `path` only if it is a regular file, else NotRegularFile.
+
+    stat() first, so a device is never opened; then open with O_NONBLOCK, so a FIFO swapped in meanwhile
+    cannot block (and one opened for writing without a reader fails with ENXIO), and fstat() what was
+    opened. `append` opens for appending, creating the file."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if not append:
+            raise
+    else:
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile(path, st.st_mode)
+    flags = os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
+    flags |= (os.O_WRONLY | os.O_APPEND | os.O_CREAT) if append else os.O_RDONLY
+    try:
+        fd = os.open(path, flags, 0o600)  # logs live in the private state dir (0600 files)
+    except OSError as exc:
+        if exc.errno in (errno.ENXIO, errno.EISDIR, errno.EOPNOTSUPP):
+            raise NotRegularFile(path, _mode_or_none(path)) from None
+        raise
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise NotRegularFile(path, mode)
+    os.set_blocking(fd, True)  # a regular file: no effect on reads, but children inherit the flag
+    return fd
+
+
+def _mode_or_none(path: str | os.PathLike[str]) -> int | None:
+    try:
+        return os.stat(path).st_mode
+    except OSError:
+        return None
 
 
 def clean_line(raw: bytes) -> str:
-    """Bytes of one line (no newline) → display text."""
+    """Bytes of one line (no newline) → display text: invalid UTF-8 and control characters escaped."""
     if b"\r" in raw:  # a progress bar redrawn with CR: keep what a terminal would show last
         parts = [p for p in raw.split(b"\r") if p]
         raw = parts[-1] if parts else b""
-    text = raw.decode("utf-8", errors="replace")
-    return text.translate(_CONTROL) if _HAS_CONTROL.search(raw) else text
+    text = raw.decode("utf-8", errors="backslashreplace")
+    return text.translate(_CONTROL) if _HAS_CONTROL.search(text) else text
 
 
 def last_lines_offset(fd: int, size: int, n: int, block: int = 64 * 1024) -> int:
@@ -85,19 +139,25 @@ class LogFollower:
         self._skipping = False  # inside an over-long line already delivered cut
         self._head = b""
         self._first_open = True
+        self._end: int | None = None  # one-shot reads stop here (the size when they began)
         self.more = False  # True when the last call stopped at max_bytes with data left
+        self.refused: str | None = None  # why the path is not read (a FIFO, a device…), while it is so
 
     # ---- public ----------------------------------------------------------------------------------
 
     def read_new(self) -> list[str]:
-        """Complete new lines since the last call (possibly none); never blocks on a writer."""
+        """Complete new lines since the last call (possibly none); never blocks on a writer.
+
+        A path that is not a regular file gives one line saying so (when it becomes so), then nothing
+        until a regular file takes its place; `refused` holds the reason meanwhile."""
         out: list[str] = []
         budget = self.max_bytes
-        if self._fd is None and not self._open():
+        if self._fd is None and not self._open(out):
             return out
-        self._check_rewritten(out)
+        if self._end is None:
+            self._check_rewritten(out)
         budget -= self._drain(out, budget)
-        if budget > 0 and not self.more:
+        if budget > 0 and not self.more and self._end is None:
             self._check_rotation(out, budget)
         return out
 
@@ -118,11 +178,17 @@ class LogFollower:
 
     # ---- internals --------------------------------------------------------------------------------
 
-    def _open(self) -> bool:
+    def _open(self, out: list[str] | None = None) -> bool:
         try:
-            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            fd = open_regular(self.path)
+        except NotRegularFile as exc:
+            if self.refused != str(exc) and out is not None:
+                out.append(f"[eagle-console] {exc}")
+            self.refused = str(exc)
+            return False
         except (FileNotFoundError, NotADirectoryError, PermissionError):
             return False
+        self.refused = None
         st = os.fstat(fd)
         self._fd, self._ident = fd, (st.st_dev, st.st_ino)
         self._partial.clear()
@@ -140,7 +206,10 @@ class LogFollower:
         used = 0
         self.more = False
         while used < budget:
-            chunk = os.pread(self._fd, min(256 * 1024, budget - used), self._pos)
+            want = min(256 * 1024, budget - used)
+            if self._end is not None:
+                want = min(want, self._end - self._pos)
+            chunk = os.pread(self._fd, want, self._pos) if want > 0 else b""
             if not chunk:
                 break
             self._pos += len(chunk)
@@ -220,7 +289,7 @@ class LogFollower:
         self._flush_partial(out)  # the old file's last line had no newline; it will get none now
         self.close()
         self.rotations += 1
-        if self._open():
+        if self._open(out):
             self._drain(out, budget)
 
 
@@ -234,27 +303,51 @@ def follow(
     sleep: Callable[[float], None] = time.sleep,
 ) -> Iterator[str]:
     """Yield lines of `path` as they are written, forever or until `stop()` returns True (for
-    `--follow` commands). Polls every `interval` seconds when there is nothing new."""
+    `--follow` commands). Polls every `interval` seconds when there is nothing new. A path that is not
+    a regular file raises NotRegularFile."""
     with LogFollower(path, start=start, last_lines=last_lines) as follower:
         while stop is None or not stop():
             lines = follower.read_new()
+            if follower.refused:
+                raise NotRegularFile(path, _mode_or_none(path))
             yield from lines
             if not lines and not follower.more:
                 sleep(interval)
 
 
-def read_lines(path: str | os.PathLike[str], max_line: int = MAX_LINE) -> Iterator[str]:
-    """Every line of a file as it is now, cleaned and capped like the follower does (for one-shot CLIs).
-    A final line without newline is included."""
+def read_lines(
+    path: str | os.PathLike[str],
+    max_line: int = MAX_LINE,
+    *,
+    until: Callable[[], bool] | None = None,
+    interval: float = 0.2,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Iterator[str]:
+    """Every line of a file, cleaned and capped like the follower does (for one-shot CLIs); a final line
+    without newline is included. Reads up to the size the file had when opened, so a file that keeps
+    growing cannot keep a one-shot command going. With `until`, keeps reading what is appended until
+    `until()` is true (asked when nothing new came), then reads to the size at that moment and stops.
+    Raises FileNotFoundError, or NotRegularFile for a FIFO, device, socket or directory."""
     follower = LogFollower(path, max_line=max_line)
     try:
         if not follower._open():
-            raise FileNotFoundError(str(path))
+            if follower.refused:
+                raise NotRegularFile(path, _mode_or_none(path))
+            raise FileNotFoundError(errno.ENOENT, "no such file", os.fspath(path))
+        assert follower._fd is not None
+        if until is None:
+            follower._end = os.fstat(follower._fd).st_size
         while True:
             lines = follower.read_new()
             yield from lines
-            if not lines and not follower.more:
+            if lines or follower.more:
+                continue
+            if follower._end is not None:
                 break
+            if until is not None and until():
+                follower._end = os.fstat(follower._fd).st_size
+                continue
+            sleep(interval)
         tail: list[str] = []
         follower._flush_partial(tail)
         yield from tail

@@ -133,7 +133,7 @@ class NcclParser:
 
     version: str | None = None
     framework_version: str | None = None
-    hosts: list[str] = field(default_factory=list)
+    hosts: dict[str, None] = field(default_factory=dict)  # insertion-ordered set: O(1) per line
     env: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     nccl_lines_seen: int = 0
@@ -173,8 +173,7 @@ class NcclParser:
             return
         self.nccl_lines_seen += 1
         host, msg = m.group("host"), m.group("msg").rstrip()
-        if host not in self.hosts:
-            self.hosts.append(host)
+        self.hosts.setdefault(host)
         if m.group("lvl") == "WARN":
             self._on_warn(m, msg)
             return
