@@ -19,6 +19,7 @@ from enginekit import engine_for, wait_for, write_plan
 from test_tui_panes_gpus import stop_pids
 
 from eagle_console.journal import Journal
+from eagle_console.node.kill import IN_CONSOLE_SESSION, MAYBE_CONSOLE_SESSION
 from eagle_console.node.procs import eagle_console_kind
 from eagle_console.ops.orphans import KillRecord, journal_supervisors
 from eagle_console.sim import gpustate
@@ -34,6 +35,13 @@ if _spec:
     from eagle_console.sim import gpustate
     gpustate.hold(_spec, {{0: 100.0}})
 """
+
+
+def session_reason() -> str:
+    """A session led from outside this PID namespace (CI's `docker exec`, `unshare --pid`) reads as 0."""
+    return MAYBE_CONSOLE_SESSION if os.getsid(0) == 0 else IN_CONSOLE_SESSION
+
+
 KILL_EVERYTHING_PLAN = """
     [[phase]]
     id = "0"
@@ -123,11 +131,11 @@ def test_gpu_kill_matching_python_spares_cli_supervisor_console_and_its_session(
     assert sorted(record.killed) == sorted(workers) and record.survivors == []
     refused = {r["pid"]: r["reason"] for r in record.refused}
     assert refused == {cli.pid: "eagle-console process", run.supervisor_pid: "eagle-console process",
-                       console.pid: "eagle-console process", helper.pid: "in the console's session"}
+                       console.pid: "eagle-console process", helper.pid: session_reason()}
     assert console.poll() is None and helper.poll() is None
     log = Path(run.log).read_text()
     assert f"refused {cli.pid}: eagle-console process" in log
-    assert f"refused {helper.pid}: in the console's session" in log
+    assert f"refused {helper.pid}: {session_reason()}" in log
     assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in workers)
 
 
@@ -207,3 +215,34 @@ def test_orphans_json_says_when_the_backend_failed(tmp_path):
     assert out.returncode == 1
     assert "cannot read the simulated node" in doc["error"] and doc["holders"] == []
 
+
+
+def _can_unshare() -> bool:
+    try:
+        return subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"], capture_output=True,
+                              timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@pytest.mark.skipif(not _can_unshare(), reason="needs `unshare --pid` (root)")
+def test_a_holder_in_a_session_led_from_outside_the_namespace_is_not_killed(tmp_path):
+    """CI runs the suite under `docker exec` without a tty: the session's leader is outside the PID
+    namespace, so getsid() is 0 for the CLI and for a job of its terminal alike. Such a holder may be in
+    the CLI's session and is refused; before, 0 was dropped as "no session" and the job was killed."""
+    sim = tmp_path / "sim"
+    gpustate.create_node(sim)
+    hold = f"from eagle_console.sim import gpustate; import signal; gpustate.hold({str(sim)!r}, {{1: 512.0}}); " \
+           "print('up', flush=True); signal.pause()"
+    script = (f"{sys.executable} -c \"{hold}\" > {tmp_path}/up &\n"
+              f"for i in $(seq 200); do grep -q up {tmp_path}/up && break; sleep 0.05; done\n"
+              f"{sys.executable} -m eagle_console orphans --json --kill --yes --scope all --grace 1s --sim {sim}\n"
+              "echo \"alive=$(kill -0 $! 2>/dev/null && echo yes || echo no)\"\nkill -9 $! 2>/dev/null || true\n")
+    out = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", script],
+                         capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    body, alive = out.stdout.rsplit("alive=", 1)
+    doc = json.loads(body)
+    assert doc["killed"] == [], doc
+    (holder,) = doc["holders"]  # its parent is the namespace's PID 1 (sh): an orphan by ppid
+    assert holder["reason"].endswith("not signalled: " + MAYBE_CONSOLE_SESSION)
+    assert alive.strip() == "yes"

@@ -13,6 +13,7 @@ import pytest
 from enginekit import engine_for, wait_for, write_plan
 from test_tui_panes_gpus import make_ctx, stop_pids, until
 
+from eagle_console.node.kill import IN_CONSOLE_SESSION, MAYBE_CONSOLE_SESSION
 from eagle_console.sim import gpustate
 from eagle_console.sim.orphans import leave_orphans
 
@@ -26,6 +27,12 @@ from eagle_console.tui.screens.kill import KillScreen  # noqa: E402
 
 HOLD = ("import sys, signal\nfrom eagle_console.sim import gpustate\n"
         "gpustate.hold({sim!r}, {{{gpu}: {mib}}})\nprint('up', flush=True)\nsignal.pause()")
+
+
+def session_reason() -> str:
+    """Under `docker exec` without a tty (CI) or `unshare --pid`, this session's leader is outside the PID
+    namespace: every such session reads as 0 and a holder in it can only be "maybe" the console's."""
+    return MAYBE_CONSOLE_SESSION if os.getsid(0) == 0 else IN_CONSOLE_SESSION
 
 
 class KillApp(App):
@@ -203,7 +210,7 @@ def test_a_holder_in_the_consoles_session_is_shown_refused(tmp_path, monkeypatch
             screen = KillScreen(ctx)
             app.push_screen(screen)
             await until(pilot, lambda: screen.state == "choosing", what="scan")
-            assert screen.refused == {helper.pid: "in the console's session"}
+            assert screen.refused == {helper.pid: session_reason()}
             await pilot.press("space")
             assert not screen.selected
             assert "in the console's session" in str(screen.query_one("#kill-progress").render())

@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 POLL_S = 0.05
 Progress = Callable[[float, list[int]], None]  # (seconds left of the grace, pids still alive)
 
+IN_CONSOLE_SESSION = "in the console's session"
+MAYBE_CONSOLE_SESSION = "maybe in the console's session (its leader is outside this PID namespace)"
+
 GRACE_ENV = "EAGLE_CONSOLE_KILL_GRACE"
 DEFAULT_GRACE_S = 10.0
 _ZERO = re.compile(r"0+(?:\.0*)?(?:ms|s|m|h|d)?")
@@ -89,6 +92,9 @@ class Protection:
     ancestors: frozenset[int]
     consoles: frozenset[int]
     sessions: frozenset[int]
+    # A console whose session leader is outside this PID namespace reads its session as 0, as does every
+    # process of any session led from outside: such a holder may be in the console's session.
+    unseen_session: bool = False
 
 
 def protection(consoles: Iterable[int] = ()) -> Protection:
@@ -104,8 +110,9 @@ def protection(consoles: Iterable[int] = ()) -> Protection:
         found.add(proc.pid)
         if kind == "console":
             sessions.add(_sid(proc.pid))
-    # None: gone or unreadable; 0: kernel threads, no session to protect
-    return Protection(frozenset(protected_pids()), frozenset(found), frozenset(s for s in sessions if s))
+    # None: gone or unreadable; 0: a leader outside this PID namespace (docker exec without a tty, unshare)
+    return Protection(frozenset(protected_pids()), frozenset(found), frozenset(s for s in sessions if s),
+                      unseen_session=0 in sessions)
 
 
 def _sid(pid: int) -> int | None:
@@ -136,7 +143,9 @@ def refusal(h: Holder, explicit: Iterable[int] = (), protected: Protection | Non
     if h.pid in protected.ancestors:
         return "an ancestor of this process"
     if h.sid is not None and h.sid in protected.sessions:
-        return "in the console's session"
+        return IN_CONSOLE_SESSION
+    if h.sid == 0 and protected.unseen_session:
+        return MAYBE_CONSOLE_SESSION
     me = _current_user()
     if h.user is not None and me is not None and h.user != me:
         if os.geteuid() != 0:
