@@ -11,6 +11,7 @@ from textual.widgets import Static
 from eagle_console.journal.status import plan_statuses, unmet_needs
 from eagle_console.ops.console import drafter_actions, drafter_inputs_stamp, drafter_lines
 from eagle_console.plan.safe_text import printable
+from eagle_console.tui.labels import rollback_label
 from eagle_console.tui.panes._logview import Poller
 
 if TYPE_CHECKING:
@@ -43,8 +44,8 @@ def describe(plan: Plan, item_id: str | None, snap: Snapshot | None) -> Text:
         parts.append("service")
     if step.check:
         parts.append(f"check {step.check.describe()}")
-    parts.append(f"rollback {step.rollback.describe()}" if step.rollback else
-                 ("rollback: built-in undo" if step.uses else "no rollback"))
+    # what `u` will do, from the built-in's traits; the why (in brackets) is on the STEP pane, not on this one line
+    parts.append(rollback_label(step).split(" (")[0])
     first = " · ".join(parts)
 
     second: list[str] = []
