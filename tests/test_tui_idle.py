@@ -64,3 +64,34 @@ def test_a_quiet_static_redraws_only_what_changed():
             await pilot.pause()
 
     asyncio.run(main())
+
+
+def test_the_log_status_line_says_its_state_before_the_path_at_80_columns(tmp_path):
+    """A long log path must not push the follow/filter state off the line (issue #17): state first, path last."""
+    from textual.app import App
+
+    from eagle_console.tui.panes.logview import LogView
+
+    path = str(tmp_path / ("very-long-folder-name/" * 6) / "0.3-launch-sglang-k25-eagle3.log")
+
+    class One(App):
+        def compose(self):
+            yield LogView()
+
+    app = One()
+
+    async def main() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            view = app.query_one(LogView)
+            view.clear(path)
+            view.add_lines(["a", "b"])
+            await pilot.pause()
+            line = str(view.status.render())
+            assert line.index("following") < line.index(path[:20])
+            view.pause()
+            view.add_lines(["c"])
+            line = str(view.status.render())
+            cut = line[:80]
+            assert "PAUSED: 1 new lines" in cut and "3 lines" in cut
+
+    asyncio.run(main())

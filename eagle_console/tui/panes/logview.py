@@ -247,13 +247,11 @@ class LogView(Vertical):
         return (self._pattern.search(line) is None) if self._invert else (self._pattern.search(line) is not None)
 
     def _show_status(self) -> None:
-        parts = [self.source or "no log"]
-        parts.append(f"{len(self.body.lines)}/{len(self.buffer)} lines" if self._pattern else f"{len(self.buffer)} lines")
+        # state first, the path last: a narrow pane cuts the end of the line, and the path matters least
+        parts = ["following (f pauses)" if self.following else f"PAUSED: {self.waiting} new lines (f follows)"]
         if self.filter_text:
             parts.append(f"filter {self.filter_text}")
-        if self.following:
-            parts.append("following (f pauses)")
-        else:
-            parts.append(f"PAUSED: {self.waiting} new lines (f follows)")
+        parts.append(f"{len(self.body.lines)}/{len(self.buffer)} lines" if self._pattern else f"{len(self.buffer)} lines")
+        parts.append(self.source or "no log")
         self.status.update(" · ".join(parts))
         self.status.set_class(not self.following, "-paused")
