@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -362,18 +363,31 @@ def tracked_runs_for(plan: Plan | None) -> list[TrackedRun]:
 def tracked_runs(journal: Journal) -> list[TrackedRun]:
     """Runs that have a session: live ones own their holders, ended ones orphan them.
 
-    The console passes its own open journal, so its once-a-second GPU poll opens no new connection.
+    The console passes its own open journal, so its once-a-second GPU poll opens no new connection. An ended
+    run's record never changes (the journal is append-only), so it is built once per journal: the poll's cost
+    does not grow with the history.
     """
     from eagle_console.engine.procs import alive
 
+    ended = _ENDED_RUNS.setdefault(journal, {})
     out: list[TrackedRun] = []
     for run in journal.runs():
         if not run.sid or not run.pid:
             continue
-        main_alive = run.ended is None and alive(run.pid, run.pid_ctime)
+        if run.ended is not None:
+            known = ended.get(run.id)
+            if known is None:
+                known = ended[run.id] = TrackedRun(step_id=run.step_id, run_id=run.id, sid=run.sid,
+                                                   main_pid=run.pid, main_alive=False, main_ctime=run.pid_ctime,
+                                                   ended=run.ended)
+            out.append(known)
+            continue
         out.append(TrackedRun(step_id=run.step_id, run_id=run.id, sid=run.sid, main_pid=run.pid,
-                              main_alive=main_alive, main_ctime=run.pid_ctime, ended=run.ended))
+                              main_alive=alive(run.pid, run.pid_ctime), main_ctime=run.pid_ctime, ended=None))
     return out
+
+
+_ENDED_RUNS: weakref.WeakKeyDictionary[Journal, dict[int, TrackedRun]] = weakref.WeakKeyDictionary()
 
 
 def gpus_document(sample: NodeSample, holders: list[Holder], pid_namespace: str = "local") -> dict[str, Any]:

@@ -1,0 +1,123 @@
+"""Idle CPU of the whole console with a short history and a long one (issue #18): the same six-step plan,
+its journal filled through the real Journal API with 100 events and with 50,000 (runs with their process
+records and exits, marks, notes, kill reports), the console idle on each in its own process, in the same run.
+The idle console must not pay for history: target ratio ≤ 1.2 and both < 2 % of one core.
+
+    .venv/bin/python benchmarks/idle_journal.py [--seconds 20] [--events 100 50000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+WARMUP_S = 3.0
+STEPS = [f"0.{i}" for i in range(1, 7)]
+
+
+def plan_text() -> str:
+    steps = "".join(f'[[phase.step]]\nid = "{s}"\ntitle = "step {s}"\nrun = "true"\n\n' for s in STEPS)
+    return f'[plan]\nid = "b"\ntitle = "b"\n\n[[phase]]\nid = "0"\ntitle = "p"\n\n{steps}'
+
+
+def fill(plan_path: Path, events: int) -> int:
+    """Write about `events` events the way runs, marks, notes and kills write them; returns the count."""
+    from eagle_console.journal import Journal
+    from eagle_console.journal.kinds import EventKind
+    from eagle_console.plan.loader import load_plan
+
+    journal = Journal.for_plan(load_plan(plan_path))
+    try:
+        i = 0
+        while journal.last_event_id() < events:
+            step = STEPS[i % len(STEPS)]
+            turn = i % 4
+            if turn == 0:  # a run: begin + status, process record, exit + status (5 events)
+                run = journal.begin_run(step, command="true", log=None, force=True)
+                journal.record_proc(run, step, supervisor_pid=10_000 + i, supervisor_ctime=1.0, pid=20_000 + i,
+                                    pid_ctime=1.0, pgid=20_000 + i, sid=20_000 + i)
+                journal.end_run(run, step, exit_code=0, outcome="completed")
+            elif turn == 1:
+                journal.mark(step, "completed", note="by hand")
+            elif turn == 2:
+                journal.note(step, f"note {i}")
+            else:
+                journal.append(EventKind.KILL, step, None, None, killed=[30_000 + i], freed_mib=1024.0)
+            i += 1
+        return journal.last_event_id()
+    finally:
+        journal.close()
+
+
+def child(plan_path: Path, sim: Path, seconds: float) -> None:
+    import psutil
+
+    from eagle_console.journal import Journal
+    from eagle_console.plan.loader import load_plan
+    from eagle_console.tui.app import make_app
+
+    plan = load_plan(plan_path)
+    app = make_app(plan, Journal.for_plan(plan), sim_dir=sim)
+    me, marks = psutil.Process(), {}
+
+    def start() -> None:
+        t = me.cpu_times()
+        marks["cpu0"], marks["t0"] = t.user + t.system, time.monotonic()
+        app.set_timer(seconds, stop)
+
+    def stop() -> None:
+        t = me.cpu_times()
+        marks["cpu1"], marks["t1"] = t.user + t.system, time.monotonic()
+        app.exit()
+
+    app.call_later(lambda: app.set_timer(WARMUP_S, start))
+    app.run(headless=True, size=(120, 40))
+    print(json.dumps({"cpu_pct": (marks["cpu1"] - marks["cpu0"]) / (marks["t1"] - marks["t0"]) * 100}))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("--events", type=int, nargs=2, default=[100, 50_000])
+    ap.add_argument("--child", type=Path)
+    ap.add_argument("--sim", type=Path)
+    args = ap.parse_args()
+    if args.child:
+        child(args.child, args.sim, args.seconds)
+        return 0
+    from eagle_console.sim import gpustate
+
+    root = Path(tempfile.mkdtemp())
+    sim = root / "sim"
+    gpustate.create_node(sim, gpus=8)
+    pct: dict[int, float] = {}
+    for n in args.events:
+        plan_path = root / f"h{n}" / "plan.toml"
+        plan_path.parent.mkdir()
+        plan_path.write_text(plan_text())
+        t0 = time.monotonic()
+        written = fill(plan_path, n)
+        print(f"journal of {written} events written in {time.monotonic() - t0:.1f}s", flush=True)
+        r = subprocess.run([sys.executable, __file__, "--child", str(plan_path), "--sim", str(sim),
+                            "--seconds", str(args.seconds)], capture_output=True, text=True,
+                           env={**os.environ, "EAGLE_CONSOLE_GPU_BACKEND": "sim"})
+        if r.returncode != 0:
+            print(r.stderr[-2000:], file=sys.stderr)
+            return 1
+        pct[n] = json.loads(r.stdout.strip().splitlines()[-1])["cpu_pct"]
+    small, large = args.events
+    ratio = pct[large] / pct[small] if pct[small] else float("inf")
+    print(f"idle {args.seconds:g}s, whole console, one core: {small} events {pct[small]:.2f}% · {large} events "
+          f"{pct[large]:.2f}% · ratio {ratio:.2f} · target ratio ≤ 1.2 and both < 2%: "
+          f"{'met' if ratio <= 1.2 and max(pct.values()) < 2 else 'NOT met'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
