@@ -47,6 +47,7 @@ def test_incremental_runs_equal_a_fresh_fold_after_every_write(tmp_path):
                 assert folded(console) == folded(fresh)
                 assert folded(console, step) == folded(fresh, step)
                 assert (console.latest_run(step) is None) == (fresh.latest_run(step) is None)
+                assert [r.id for r in console.open_runs()] == [r.id for r in fresh.runs() if not r.finished]
             finally:
                 fresh.close()
     finally:

@@ -138,6 +138,7 @@ class Journal:
         self._runs: list[Run] = []
         self._run_index: dict[int, Run] = {}
         self._runs_by_step: dict[str, list[Run]] = {}
+        self._open_runs: dict[int, Run] = {}  # begun, no journaled exit yet
         self._runs_seen = 0
         if readonly:
             self._conn = open_readonly(self.path, SCHEMA)
@@ -379,6 +380,7 @@ class Journal:
     def _fold_runs(self) -> None:
         if self._runs_seen and self.last_event_id() < self._runs_seen:  # the file was replaced: fold again
             self._runs, self._run_index, self._runs_by_step, self._runs_seen = [], {}, {}, 0
+            self._open_runs = {}
         kinds = f"kind IN ({', '.join('?' * len(RUN_KINDS))})"
         events = self._rows(f"SELECT {self._COLS} FROM events WHERE id > ? AND {kinds} ORDER BY id",
                             (self._runs_seen, *RUN_KINDS))
@@ -389,6 +391,7 @@ class Journal:
                           e.data.get("command", ""), e.data.get("log"), bool(e.data.get("service")),
                           e.data.get("env") or {})
                 self._run_index[e.id] = run
+                self._open_runs[e.id] = run
                 self._runs.append(run)
                 self._runs_by_step.setdefault(run.step_id, []).append(run)
                 continue
@@ -406,6 +409,7 @@ class Journal:
             elif e.kind == EventKind.RUN_EXIT:
                 run.ended, run.exit_code = e.at, e.data.get("exit_code")
                 run.outcome, run.reason = e.data.get("outcome"), e.data.get("reason")
+                self._open_runs.pop(run.id, None)
 
     def run(self, run_id: int) -> Run | None:
         with self._lock:
@@ -417,7 +421,12 @@ class Journal:
         return runs[-1] if runs else None
 
     def open_runs(self) -> list[Run]:
-        return [r for r in self.runs() if not r.finished]
+        with self._lock:
+            self._fold_runs()
+            runs = list(self._open_runs.values())
+            for run in runs:  # ends a read-only reader derived (see Derived)
+                self._derived.apply_run(run)
+            return [r for r in runs if not r.finished]
 
     # -- rollbacks -----------------------------------------------------------------------------------------
 
