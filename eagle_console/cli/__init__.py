@@ -15,6 +15,7 @@ import sys
 from eagle_console import __version__
 from eagle_console.cli import color
 from eagle_console.cli.common import CliError
+from eagle_console.journal.faults import JournalError
 
 # Each module exposes `register(subparsers)`, adding its commands with `set_defaults(func=...)`.
 COMMAND_MODULES = (
@@ -139,6 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     except CliError as exc:
         print(f"eagle-console: {exc}", file=sys.stderr)
         return exc.code
+    except JournalError as exc:  # the file named, and what to do
+        print(f"eagle-console: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -6,6 +6,7 @@ the engine's reconcile ends it here, in memory. A journaled end or a newer statu
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -65,7 +66,10 @@ def open_readonly(path: Path, schema: str) -> sqlite3.Connection:
         conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         conn.executescript(schema)
         return conn
-    conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, timeout=30.0, isolation_level=None,
+    # A folder we cannot write (a read-only mount): SQLite could not create the WAL index (-shm) there, so
+    # the file is opened immutable — no locks, no index; nothing writes to a read-only mount meanwhile.
+    query = "?mode=ro" if os.access(path.parent, os.W_OK) else "?mode=ro&immutable=1"
+    conn = sqlite3.connect(path.resolve().as_uri() + query, uri=True, timeout=30.0, isolation_level=None,
                            check_same_thread=False)
     conn.execute("PRAGMA busy_timeout=30000")
     return conn

@@ -19,8 +19,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from eagle_console.journal.claims import OpenRollback, open_action_runs, open_rollback_of, open_rollbacks
 from eagle_console.journal.derived import Derived, open_readonly
+from eagle_console.journal.faults import JournalError, check_version, describe
 from eagle_console.journal.kinds import RUN_KINDS, EventKind
 from eagle_console.journal.operator import current_operator
+from eagle_console.journal.runfold import RunFold
 from eagle_console.journal.status import STATUSES, unmet
 from eagle_console.statedir import private_database
 
@@ -135,19 +137,19 @@ class Journal:
         self._derived = Derived()
         self._lock = threading.RLock()
         # the incremental fold of runs(): every run, by id and by step, and the last event id folded
-        self._runs: list[Run] = []
-        self._run_index: dict[int, Run] = {}
-        self._runs_by_step: dict[str, list[Run]] = {}
-        self._open_runs: dict[int, Run] = {}  # begun, no journaled exit yet
-        self._runs_seen = 0
-        if readonly:
-            self._conn = open_readonly(self.path, SCHEMA)
-            return
-        private_database(self.path)
-        # One connection per Journal, shared by the console's worker threads under a lock.
-        self._conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
-        with self._lock:
-            self._init_schema()
+        self._fold = RunFold()  # runs(), folded incrementally (journal/runfold.py)
+        try:
+            if readonly:
+                self._conn = open_readonly(self.path, SCHEMA)
+                check_version(self._conn, self.path, migrate=False)
+                return
+            private_database(self.path)
+            # One connection per Journal, shared by the console's worker threads under a lock.
+            self._conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+            with self._lock:
+                self._init_schema()
+        except sqlite3.DatabaseError as exc:
+            raise describe(self.path, exc) from None
 
     def _init_schema(self) -> None:
         """WAL mode and the schema, safe when several processes open a new journal at the same instant.
@@ -161,8 +163,13 @@ class Journal:
                 self._conn.execute("PRAGMA busy_timeout=30000")
                 self._conn.execute("PRAGMA journal_mode=WAL")
                 self._conn.execute("PRAGMA synchronous=FULL")
-                self._conn.executescript("BEGIN IMMEDIATE;\n" + SCHEMA + "\nCOMMIT;")
+                self._conn.executescript("BEGIN IMMEDIATE;\n" + SCHEMA)
+                check_version(self._conn, self.path, migrate=True)
+                self._conn.execute("COMMIT")
                 return
+            except JournalError:
+                self._conn.execute("ROLLBACK")
+                raise
             except sqlite3.OperationalError as exc:
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
@@ -186,13 +193,17 @@ class Journal:
         if self.readonly:
             raise Refused(f"the journal {self.path} is open read-only")
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
             try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._conn
+                except BaseException:
+                    if self._conn.in_transaction:
+                        self._conn.execute("ROLLBACK")
+                    raise
+                self._conn.execute("COMMIT")
+            except sqlite3.DatabaseError as exc:
+                raise describe(self.path, exc) from None
 
     @staticmethod
     def _insert(conn: sqlite3.Connection, event_kind: EventKind, step_id: str | None = None,
@@ -210,7 +221,10 @@ class Journal:
 
     def _rows(self, sql: str, args: tuple = ()) -> list[Event]:
         with self._lock:
-            rows = self._conn.execute(sql, args).fetchall()
+            try:
+                rows = self._conn.execute(sql, args).fetchall()
+            except sqlite3.DatabaseError as exc:
+                raise describe(self.path, exc) from None
         return [Event(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in rows]
 
     _COLS = "id, at, kind, step_id, run_id, who, data"
@@ -218,7 +232,10 @@ class Journal:
     def last_event_id(self) -> int:
         """Cheap change detection for consoles polling the journal."""
         with self._lock:
-            row = self._conn.execute("SELECT MAX(id) FROM events").fetchone()
+            try:
+                row = self._conn.execute("SELECT MAX(id) FROM events").fetchone()
+            except sqlite3.DatabaseError as exc:
+                raise describe(self.path, exc) from None
         return int(row[0] or 0)
 
     def events(self, since_id: int = 0, step_id: str | None = None) -> list[Event]:
@@ -362,59 +379,28 @@ class Journal:
             return True
 
     def runs(self, step_id: str | None = None) -> list[Run]:
-        """Every run (of one step), in start order: the journal's runs folded from its events.
-
-        The fold is incremental: events are append-only, so each call reads only the run events written
-        since the last one (a range scan of the primary key) and an idle console's polls cost the same with
-        100 events as with 50,000. The Run objects are shared between calls: treat them as read-only.
-        """
+        """Every run (of one step), in start order, folded incrementally (journal/runfold.py). The Run
+        objects are shared between calls: treat them as read-only."""
         with self._lock:
             self._fold_runs()
-            runs = self._runs if step_id is None else self._runs_by_step.get(step_id, [])
+            runs = self._fold.runs if step_id is None else self._fold.by_step.get(step_id, [])
             for run_id in self._derived.exits:
-                run = self._run_index.get(run_id)
+                run = self._fold.index.get(run_id)
                 if run is not None:
                     self._derived.apply_run(run)
             return list(runs)
 
     def _fold_runs(self) -> None:
-        if self._runs_seen and self.last_event_id() < self._runs_seen:  # the file was replaced: fold again
-            self._runs, self._run_index, self._runs_by_step, self._runs_seen = [], {}, {}, 0
-            self._open_runs = {}
+        if self._fold.seen and self.last_event_id() < self._fold.seen:  # the file was replaced: fold again
+            self._fold = RunFold()
         kinds = f"kind IN ({', '.join('?' * len(RUN_KINDS))})"
-        events = self._rows(f"SELECT {self._COLS} FROM events WHERE id > ? AND {kinds} ORDER BY id",
-                            (self._runs_seen, *RUN_KINDS))
-        for e in events:
-            self._runs_seen = e.id
-            if e.kind == EventKind.RUN_BEGIN:
-                run = Run(e.id, e.step_id or "", e.data.get("kind", "action"), e.at, e.who,
-                          e.data.get("command", ""), e.data.get("log"), bool(e.data.get("service")),
-                          e.data.get("env") or {})
-                self._run_index[e.id] = run
-                self._open_runs[e.id] = run
-                self._runs.append(run)
-                self._runs_by_step.setdefault(run.step_id, []).append(run)
-                continue
-            run = self._run_index.get(e.run_id or -1)
-            if run is None:
-                continue
-            if e.kind == EventKind.RUN_PROC:
-                for key, value in e.data.items():
-                    if hasattr(run, key):
-                        setattr(run, key, value)
-            elif e.kind == EventKind.RUN_LOG:
-                run.log = e.data.get("log")
-            elif e.kind == EventKind.RUN_READY:
-                run.ready_at = e.at
-            elif e.kind == EventKind.RUN_EXIT:
-                run.ended, run.exit_code = e.at, e.data.get("exit_code")
-                run.outcome, run.reason = e.data.get("outcome"), e.data.get("reason")
-                self._open_runs.pop(run.id, None)
+        self._fold.apply(self._rows(f"SELECT {self._COLS} FROM events WHERE id > ? AND {kinds} ORDER BY id",
+                                    (self._fold.seen, *RUN_KINDS)), Run)
 
     def run(self, run_id: int) -> Run | None:
         with self._lock:
             self.runs()
-            return self._run_index.get(run_id)
+            return self._fold.index.get(run_id)
 
     def latest_run(self, step_id: str, kind: str | None = "action") -> Run | None:
         runs = [r for r in self.runs(step_id) if kind is None or r.kind == kind]
@@ -423,7 +409,7 @@ class Journal:
     def open_runs(self) -> list[Run]:
         with self._lock:
             self._fold_runs()
-            runs = list(self._open_runs.values())
+            runs = list(self._fold.open.values())
             for run in runs:  # ends a read-only reader derived (see Derived)
                 self._derived.apply_run(run)
             return [r for r in runs if not r.finished]

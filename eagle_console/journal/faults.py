@@ -1,0 +1,67 @@
+"""What goes wrong with the journal file, said with its path and what to do — never `internal error:
+DatabaseError`; and the schema version (`PRAGMA user_version`) with its migrations.
+
+The journal needs a local filesystem: WAL mode shares a memory-mapped `-shm` index between processes, which
+NFS/SMB do not provide (docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+# 1: the events table, its indexes and the append-only triggers (journal/store.SCHEMA). A journal written
+# before versions existed reads 0 and has the same tables: its migration only stamps the version.
+SCHEMA_VERSION = 1
+MIGRATIONS: dict[int, str] = {0: ""}  # from version N to N+1: the SQL to run (none needed for 0 → 1)
+
+
+class JournalError(Exception):
+    """The journal file cannot be used; the message names it and says what to do."""
+
+
+def describe(path: Path, exc: BaseException) -> JournalError:
+    text = str(exc)
+    low = text.lower()
+    if "file is not a database" in low or "not a database" in low:
+        what = ("is not an eagle-console journal (SQLite: file is not a database): move it aside to start a new "
+                "history, or restore it from a backup")
+    elif "malformed" in low or "corrupt" in low:
+        what = (f"is corrupt (SQLite: {text}): copy what can be read with `sqlite3 {path} .recover | sqlite3 "
+                f"recovered.db`, then move the damaged file aside")
+    elif "full" in low or ("i/o error" in low and _disk_full(path)):
+        what = (f"cannot be written: the disk is full (SQLite: {text}); free space — runs keep their exit in "
+                f"their run spec and it is recorded when space returns")
+    elif "readonly" in low or "read-only" in low or "unable to open" in low:
+        what = (f"cannot be written (SQLite: {text}): a read-only mount or another owner; `status` and "
+                f"`tui --readonly` still read it")
+    elif "locked" in low or "busy" in low:
+        what = f"is locked by another process for too long (SQLite: {text}); try again"
+    else:
+        what = f"cannot be used (SQLite: {text})"
+    return JournalError(f"the journal {path} {what}")
+
+
+def _disk_full(path: Path) -> bool:
+    """SQLite reports a write into a full filesystem's WAL or index as a plain "disk I/O error"."""
+    try:
+        return shutil.disk_usage(path.parent).free < 1 << 20
+    except OSError:
+        return False
+
+
+def check_version(conn: sqlite3.Connection, path: Path, *, migrate: bool) -> None:
+    """Refuse a journal from a newer eagle-console; bring an older one up to date (inside the caller's
+    write transaction) when `migrate`, else read it as it is (its tables are a subset we understand)."""
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if version > SCHEMA_VERSION:
+        raise JournalError(f"the journal {path} has schema version {version}, newer than this eagle-console "
+                           f"knows ({SCHEMA_VERSION}): upgrade eagle-console to read it")
+    if not migrate:
+        return
+    while version < SCHEMA_VERSION:
+        if MIGRATIONS[version]:
+            conn.executescript(MIGRATIONS[version])
+        version += 1
+        conn.execute(f"PRAGMA user_version = {version}")
