@@ -206,3 +206,19 @@ def test_no_warning_without_quotes(tmp_path: Path) -> None:
     parse_plan(HEAD + '[vars]\nv = "a"\n' + PHASE + step("0.1", '  run = "echo ${v}"\n'), tmp_path / "p.toml",
                environ={}, warnings=warnings)
     assert warnings == []
+
+
+# -- bidirectional overrides (Trojan Source) ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("raw", [r"\u202e", r"\u2066", r"\u202a"])
+def test_bidi_overrides_in_run_and_titles_are_refused(tmp_path: Path, raw: str) -> None:
+    text = HEAD + PHASE + step("0.1", f'  run = "rm -rf /tmp/x {raw} #safe"\n')
+    [err] = issues(tmp_path, text)
+    assert err.line == at(text, "run =")[0] and "bidirectional override" in err.message
+    text = HEAD + PHASE + step("0.1", title=f"deploy{raw}gnp")
+    errs = issues(tmp_path, text)
+    assert errs and all("bidirectional override" in e.message for e in errs)
+
+
+def test_printable_escapes_bidi_overrides() -> None:
+    assert printable("a\u202eb\u2069") == "a\\u202eb\\u2069"

@@ -32,11 +32,15 @@ POLL_S = 0.1
 TIMEOUT_EXIT = 124  # what timeout(1) reports for a command it stopped
 
 
+MAX_LINE = 64 << 10  # the longest line scanned for `::result`; longer ones are skipped, not kept
+
+
 class LogScanner:
     """Reads complete new lines appended to the step log since `offset` (the run's own part of it)."""
 
     def __init__(self, path: Path, offset: int) -> None:
         self.path, self.offset, self._partial = path, offset, b""
+        self._skipping = False  # inside a line longer than MAX_LINE: its rest is dropped up to its newline
 
     def read(self) -> list[str]:
         try:
@@ -48,6 +52,11 @@ class LogScanner:
         self.offset += len(data)
         chunks = (self._partial + data).split(b"\n")
         self._partial = chunks.pop()
+        if self._skipping and chunks:
+            chunks.pop(0)  # the end of the over-long line: no `::result` is that long
+            self._skipping = False
+        if len(self._partial) > MAX_LINE:  # a step printing without newlines must not grow the supervisor
+            self._partial, self._skipping = b"", True
         return [c.decode("utf-8", "replace").rstrip("\r") for c in chunks]
 
 

@@ -14,11 +14,12 @@ from eagle_console.plan.tomlpos import Path_
 
 INT_TOO_LONG = ("integer too long: TOML integers are 64-bit (at most 19 digits); "
                 "write a smaller number or a string")
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")  # CVE-2021-42574
 Hazard = tuple[Path_, str, str]  # (path, message, "key" | "value")
 
 
 def document_hazards(doc: dict[str, Any]) -> list[Hazard]:
-    """NUL characters in any key or string, and integers too long to print (every message would fail)."""
+    """NUL characters in any key or string, bidirectional overrides in any string, and integers too long to print (every message would fail)."""
     found: list[Hazard] = []
     stack: list[tuple[Path_, Any]] = [((), doc)]
     while stack:
@@ -33,6 +34,10 @@ def document_hazards(doc: dict[str, Any]) -> list[Hazard]:
         elif isinstance(value, str) and "\x00" in value:
             found.append((path, "a NUL character (\\u0000) cannot be passed to a process or a file name; "
                                 "remove it", "value"))
+        elif isinstance(value, str) and (m := _BIDI.search(value)):
+            found.append((path, f"a bidirectional override (U+{ord(m.group()):04X}) reorders how this text is "
+                                "shown (Trojan Source): what the terminal shows would not be what runs; remove it",
+                          "value"))
         elif isinstance(value, int) and not isinstance(value, bool) and not _printable_int(value):
             found.append((path, INT_TOO_LONG, "value"))
     found.reverse()  # the stack visits the document backwards

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import re
 
-# C0 controls but tab and newline, DEL, and C1 controls (U+0080-U+009F: CSI, OSC, ST on their own).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_CONTROL_OR_LAYOUT = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# C0 controls but tab and newline, DEL, C1 controls (U+0080-U+009F: CSI, OSC, ST on their own), and the
+# bidirectional overrides and isolates (U+202A-202E, U+2066-2069) that reorder what the operator reads
+# ("Trojan Source", CVE-2021-42574): a title or command shown in an order other than the one that runs.
+_BIDI = "\u202a-\u202e\u2066-\u2069"
+_CONTROL = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f{_BIDI}]")
+_CONTROL_OR_LAYOUT = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f{_BIDI}]")
 
 
 def _escape(m: re.Match[str]) -> str:
     code = ord(m.group())
-    return f"\\x{code:02x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def printable(text: str, *, multiline: bool = True) -> str:
@@ -48,4 +51,6 @@ def describe_char(ch: str) -> str:
     """A control character by a name the operator recognises: ESC, NUL, CR, else its code."""
     names = {"\x1b": "ESC", "\x00": "NUL", "\r": "CR", "\n": "a newline", "\x07": "BEL", "\x9b": "CSI",
              "\x9d": "OSC", "\x7f": "DEL", "\x08": "backspace"}
+    if "\u202a" <= ch <= "\u202e" or "\u2066" <= ch <= "\u2069":
+        return f"bidirectional override U+{ord(ch):04X}"
     return names.get(ch, f"control character U+{ord(ch):04X}")
