@@ -222,3 +222,24 @@ def test_bidi_overrides_in_run_and_titles_are_refused(tmp_path: Path, raw: str) 
 
 def test_printable_escapes_bidi_overrides() -> None:
     assert printable("a\u202eb\u2069") == "a\\u202eb\\u2069"
+
+
+# -- what tomllib cannot place ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("open_, close", [("[", "]"), ("{a = ", "}")])
+def test_nesting_deeper_than_tomllib_recurses_has_a_position(tmp_path: Path, open_: str, close: str) -> None:
+    text = HEAD + 'x = "[[[ in a string, not nesting"\n' + "deep = " + open_ * 3000 + "1" * (open_ == "{a = ") \
+        + close * 3000 + "\n"
+    [err] = issues(tmp_path, text)
+    line, col = at(text, "deep = ")
+    assert err.line == line and err.column == col + len("deep = ") + 100 * len(open_)
+    assert "nested too deeply" in err.message
+
+
+def test_unterminated_strings_are_named_where_they_open(tmp_path: Path) -> None:
+    text = HEAD.replace('title = "test plan"', 'title = "say \\"hi\\" # not a comment') + PHASE
+    [err] = issues(tmp_path, text)
+    assert (err.line, err.column) == at(text, '"say') and err.message.startswith("unterminated string")
+    text = HEAD + PHASE + step("0.1", '  description = """\n  never closed\n')
+    [err] = issues(tmp_path, text)
+    assert (err.line, err.column) == at(text, '"""') and "never closed" in err.message

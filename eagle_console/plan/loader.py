@@ -16,6 +16,7 @@ from eagle_console.plan.builder import Builder
 from eagle_console.plan.hazards import INT_TOO_LONG, long_int_at
 from eagle_console.plan.issues import PlanError, PlanIssue
 from eagle_console.plan.model import Plan
+from eagle_console.plan.tomlscan import DEEP, deep_at, open_triple_at, unclosed_quote
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -53,7 +54,9 @@ def parse_plan(data: bytes | str, path: Path, state_dir: Path | None = None,
     except tomllib.TOMLDecodeError as exc:
         raise PlanError(path, [_syntax_issue(str(exc), text)]) from None
     except RecursionError:
-        raise PlanError(path, [PlanIssue(None, None, "the TOML is nested too deeply")]) from None
+        line, col = _position(text, deep_at(text))
+        raise PlanError(path, [PlanIssue(line, col, "arrays or inline tables nested too deeply (more than "
+                                                    f"{DEEP} levels): a plan needs a few")]) from None
     except ValueError as exc:  # tomllib's int(): past sys.get_int_max_str_digits() (4300 by default)
         raise PlanError(path, [_long_int_issue(text, exc)]) from None
     builder = Builder(path, text, environ if environ is not None else os.environ)
@@ -71,12 +74,14 @@ def parse_plan(data: bytes | str, path: Path, state_dir: Path | None = None,
     return plan
 
 
+def _position(text: str, at: int | None) -> tuple[int | None, int | None]:
+    if at is None:
+        return None, None
+    return text.count("\n", 0, at) + 1, at - (text.rfind("\n", 0, at) + 1) + 1
+
+
 def _long_int_issue(text: str, exc: ValueError) -> PlanIssue:
-    at = long_int_at(text)
-    line = col = None
-    if at is not None:
-        line = text.count("\n", 0, at) + 1
-        col = at - (text.rfind("\n", 0, at) + 1) + 1
+    line, col = _position(text, long_int_at(text))
     if "digits" not in str(exc):
         return PlanIssue(line, col, f"TOML value cannot be read: {exc}")
     return PlanIssue(line, col, INT_TOO_LONG)
@@ -109,10 +114,18 @@ def _syntax_issue(message: str, text: str) -> PlanIssue:
         msg = f"TOML syntax: {m.group('msg')}"
         lines = text.splitlines()
         src = lines[line - 1] if 0 < line <= len(lines) else ""
+        start = unclosed_quote(src)
+        if m.group("msg") == "Illegal character '\\n'" and start is not None:
+            return PlanIssue(line, start + 1, f"unterminated string: the {src[start]} at line {line}, column "
+                                              f"{start + 1} is not closed on its line")
         if src.count("{") > src.count("}"):
             msg += " — an inline table { ... } must be on one line; use a [phase.step.with] table instead"
         return PlanIssue(line, col, msg)
     msg = message.replace("(at end of document)", "").strip()
+    if msg == "Unterminated string" and (at := open_triple_at(text)) is not None:
+        line, col = _position(text, at)
+        return PlanIssue(line, col, f"unterminated string: the {text[at:at + 3]} at line {line}, column {col} "
+                                    "is never closed")
     return PlanIssue(text.count("\n") + 1, None, f"TOML syntax: {msg} (at the end of the file)")
 
 
