@@ -93,6 +93,7 @@ class Builder(PlanChecks):
         for name, message in errors.items():
             self.error(("vars", name), message)
         self.vars = values
+        self.broken_vars = set(raw) - set(values)
 
     def build_baseline(self, head: dict[str, Any], p: Path_) -> dict[str, float]:
         table = self.table(head, "baseline", p)

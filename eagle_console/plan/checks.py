@@ -80,9 +80,21 @@ class PlanChecks(StepReader):
                     key = frozenset(cycle)
                     if key not in reported:
                         reported.add(key)
-                        self.error(needs_at.get(cycle[0], ()), "needs cycle: " + " -> ".join(cycle)
+                        self.error(needs_at.get(cycle[0], ()), "needs cycle: " + _cycle_text(cycle, phases)
                                    + "; one of these must not wait for the other")
                 elif nxt in edges and color.get(nxt) is None:
                     color[nxt] = 1
                     trail.append(nxt)
                     pending.append(iter(edges[nxt]))
+
+
+def _cycle_text(cycle: list[str], phases: list[Phase]) -> str:
+    """The cycle as the plan wrote it: phases when every wait in it comes from a phase's `needs`."""
+    phase_of = {s.id: p for p in phases for s in p.steps}
+    by_phase = []
+    for a, b in zip(cycle, cycle[1:], strict=False):
+        pa, pb = phase_of.get(a), phase_of.get(b)
+        if pa is None or pb is None or not ({pb.id, b} & set(pa.needs)):
+            return " -> ".join(cycle)
+        by_phase.append(pa.id)
+    return " -> ".join(f"phase {p}" for p in [*by_phase, by_phase[0]])

@@ -22,6 +22,14 @@ class InterpolationError(ValueError):
     pass
 
 
+class UnknownVariable(InterpolationError):
+    """`${name}` names no usable variable."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(message)
+        self.name = name
+
+
 def _text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -38,12 +46,12 @@ def _lookup(name: str, variables: Mapping[str, Any], environ: Mapping[str, str],
     if resolve is not None:
         return resolve(name)
     if name not in variables:
-        raise InterpolationError(unknown_var_message(name, variables))
+        raise UnknownVariable(name, unknown_var_message(name, variables))
     return variables[name]
 
 
 def unknown_var_message(name: str, variables: Mapping[str, Any]) -> str:
-    close = difflib.get_close_matches(name, list(variables), n=1)
+    close = difflib.get_close_matches(name, [v for v in variables if v != name], n=1)  # never itself
     hint = f"; did you mean ${{{close[0]}}}?" if close else "; define it in [vars]"
     return f"unknown variable ${{{name}}}{hint}"
 
@@ -108,7 +116,7 @@ def resolve_vars(raw: Mapping[str, Any], environ: Mapping[str, str] | None = Non
         if name in done:
             return done[name]
         if name not in raw:
-            raise InterpolationError(unknown_var_message(name, raw))
+            raise UnknownVariable(name, unknown_var_message(name, raw))
         if name in stack:
             cycle = " -> ".join([*stack[stack.index(name):], name])
             raise InterpolationError(f"variable cycle: {cycle}")

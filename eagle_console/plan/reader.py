@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from eagle_console.plan.durations import DurationError, parse_duration
-from eagle_console.plan.interpolate import InterpolationError, interpolate, interpolate_value
+from eagle_console.plan.interpolate import InterpolationError, UnknownVariable, interpolate, interpolate_value
 from eagle_console.plan.issues import PlanIssue
 from eagle_console.plan.safe_text import describe_char, first_control
 from eagle_console.plan.tomlpos import Path_, Positions, find_positions
@@ -54,6 +54,7 @@ class Reader:
         self.errors: list[PlanIssue] = []
         self.warnings: list[PlanIssue] = []  # the plan loads; `validate` shows these
         self.vars: dict[str, Any] = {}
+        self.broken_vars: set[str] = set()  # defined in [vars], but their value could not be resolved
 
     # -- reporting -----------------------------------------------------------------------------------------
     def error(self, path: Path_, message: str, at: str = "value") -> None:
@@ -109,15 +110,22 @@ class Reader:
         try:
             return interpolate(value, self.vars, quote=quote, environ=self.environ)
         except InterpolationError as exc:
-            self.error(path, str(exc))
+            self.error(path, self.var_error(exc))
             return None
 
     def interp_value(self, value: Any, path: Path_) -> Any:
         try:
             return interpolate_value(value, self.vars, environ=self.environ)
         except InterpolationError as exc:
-            self.error(path, str(exc))
+            self.error(path, self.var_error(exc))
             return None
+
+    def var_error(self, exc: InterpolationError) -> str:
+        """A variable defined in [vars] whose own value has an error is not "unknown": say where it is."""
+        if isinstance(exc, UnknownVariable) and exc.name in self.broken_vars:
+            return (f"variable ${{{exc.name}}} cannot be used: its definition in [vars] has an error "
+                    "(reported at its line)")
+        return str(exc)
 
     def table(self, parent: dict[str, Any], key: str, path: Path_) -> dict[str, Any] | None:
         if key not in parent:
