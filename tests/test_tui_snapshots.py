@@ -127,5 +127,5 @@ def test_mark_dialog_on_a_failed_step(node):
 
 
 def test_results_tab(node):
-    text = shoot(node, (120, 40), "5", settle=lambda s: "96.40" in s)
+    text = shoot(node, (120, 40), "5", settle=lambda s: "96.4 " in s)
     assert_snapshot("results-120x40", text)

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from eagle_console.cli.common import CliError, add_json, print_json
+from eagle_console.figures import format_value
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -93,5 +94,5 @@ def cmd_extraction(args: argparse.Namespace) -> int:
     for w in r["warnings"]:
         print(f"warning: {w}")
     if r["summary"]:
-        print(f"finished: {r['summary']}")
+        print(f"finished: {format_value(r['summary'])}")
     return 0

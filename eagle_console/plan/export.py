@@ -11,11 +11,12 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from eagle_console.figures import format_value
 from eagle_console.journal.status import plan_statuses
 
 if TYPE_CHECKING:
     from eagle_console.journal import Note, Result, Run
-    from eagle_console.plan.model import Phase, Plan, Step
+from eagle_console.plan.model import Phase, Plan, Step
 
 # The export formats, one list: the CLI's `--format` choices and ops.export's files.
 FORMATS = ("todowrite", "markdown", "json")
@@ -68,10 +69,8 @@ def _when(at: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(at)) if at else ""
 
 
-def _fmt_value(value: float | str) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}" if abs(value) < 1e6 else f"{value:.0f}"
-    return str(value)
+def _fmt_value(value: Any) -> str:
+    return format_value(value)
 
 
 def markdown(plan: Plan, step_status: Mapping[str, str], notes: Sequence[Note],

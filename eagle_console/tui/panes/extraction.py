@@ -11,6 +11,7 @@ from rich.text import Text
 from textual.containers import Vertical
 from textual.widgets import ProgressBar, Static
 
+from eagle_console.figures import format_value
 from eagle_console.tui.messages import PlanReloaded, StepSelected
 from eagle_console.tui.panes._logview import HIDDEN_S, Poller, QuietStatic
 from eagle_console.tui.panes.follow import step_log
@@ -63,7 +64,7 @@ def figures_text(r: dict[str, Any]) -> Text:
     out += Text("\nfits: " + {True: "yes", False: "NO", None: "unknown yet"}[fits],
                 style={True: "green", False: "bold red", None: "dim"}[fits])
     if r.get("summary"):
-        out += Text(f"\nfinished: {r['summary']}", style="green")
+        out += Text(f"\nfinished: {format_value(r['summary'])}", style="green")
     return out
 
 

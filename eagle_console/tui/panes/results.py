@@ -11,6 +11,7 @@ from rich.text import Text
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
+from eagle_console.figures import format_value
 from eagle_console.tui.messages import PlanReloaded
 from eagle_console.tui.panes._logview import HIDDEN_S, Poller
 
@@ -46,11 +47,11 @@ def rows(results: list[Result], baseline: dict[str, float], name_cells: int | No
     crashed every console opened on its journal)."""
     out = []
     for r in results:
-        value = f"{r.value:.2f}" if isinstance(r.value, float) else str(r.value)
+        value = format_value(r.value)
         d, style = delta(r.name, r.value, baseline)
         base = baseline.get(r.name)
         out.append((Text(r.step_id), Text(short_name(r.name, name_cells)), Text(value),
-                    Text("" if base is None else f"{base:g}"), Text(d, style=style),
+                    Text("" if base is None else format_value(base)), Text(d, style=style),
                     Text(time.strftime("%H:%M:%S", time.localtime(r.at)))))
     return out
 
@@ -65,11 +66,10 @@ def headline(results: list[Result], baseline: dict[str, float]) -> Text:
             continue
         if parts:
             parts.append("  ·  ")
-        value = f"{r.value:.2f}" if isinstance(r.value, float) else str(r.value)
-        parts.append(f"{name} {value}", style="bold")
+        parts.append(f"{name} {format_value(r.value)}", style="bold")
         d, style = delta(name, r.value, baseline)
         if d:
-            parts.append(f" vs {baseline[name]:g} baseline ")
+            parts.append(f" vs {format_value(baseline[name])} baseline ")
             parts.append(d, style=style)
         parts.append(f" ({r.step_id})", style="dim")
     return parts
@@ -134,7 +134,7 @@ class ResultsPane(Vertical):
         empty = self.query_one("#results-empty", Static)
         empty.display = not results
         if baseline:
-            empty.update("no results recorded yet · baseline " + ", ".join(f"{k} {v:g}" for k, v in baseline.items()))
+            empty.update("no results recorded yet · baseline " + ", ".join(f"{k} {format_value(v)}" for k, v in baseline.items()))
 
     def _failed(self, exc: BaseException) -> None:
         self.query_one("#results-empty", Static).update(Text(f"cannot read results: {exc}", style="red"))
