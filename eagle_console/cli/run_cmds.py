@@ -49,7 +49,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation (confirm = true steps)")
     p.add_argument("--wait", action="store_true",
-                   help="wait for the end (a service: until ready); exit 0 if the step completed, 1 if not")
+                   help="wait for the end (a service: until ready), printing the step's output as it is written; "
+                        "exit 0 if the step completed, 1 if not")
+    p.add_argument("--quiet", "-q", action="store_true", help="with --wait: do not print the step's output")
     add_state_dir(p)
 
 
@@ -89,7 +91,7 @@ def _start(engine, step_id: str, args: argparse.Namespace, force: bool = False) 
         raise _refused(exc) from None
 
 
-def _report(engine, run_id: int, wait: bool) -> int:
+def _report(engine, run_id: int, wait: bool, quiet: bool = False) -> int:
     from eagle_console.ops import steps
 
     run = engine.journal.run(run_id)
@@ -97,14 +99,22 @@ def _report(engine, run_id: int, wait: bool) -> int:
     if not wait:
         return 0
     t0 = time.monotonic()
+    output = None if quiet else _OutputStream()
 
     def tick(r) -> None:
-        if sys.stderr.isatty():
+        if output is not None:
+            output.pump(r.log)
+        elif sys.stderr.isatty():
             sys.stderr.write(f"\r{r.step_id}: running {time.monotonic() - t0:5.0f}s ")
             sys.stderr.flush()
 
-    outcome = steps.wait_run(engine, run_id, on_tick=tick)
-    if sys.stderr.isatty():
+    try:
+        outcome = steps.wait_run(engine, run_id, on_tick=tick)
+    finally:
+        if output is not None:
+            output.pump(engine.journal.run(run_id).log)  # what was written before the end
+            output.close()
+    if output is None and sys.stderr.isatty():
         sys.stderr.write("\n")
     run = outcome.run
     if outcome.ready:
@@ -117,9 +127,37 @@ def _report(engine, run_id: int, wait: bool) -> int:
     return 0 if outcome.ok else 1
 
 
+class _OutputStream:
+    """The run's log printed as it is written (`--wait` shows the step's output, as `log -f` does), escaped:
+    a step's output never drives the terminal."""
+
+    def __init__(self) -> None:
+        self._follower = None
+
+    def pump(self, log: str | None) -> None:
+        from eagle_console.node.tail import LogFollower
+        from eagle_console.plan.safe_text import printable
+
+        if not log:
+            return
+        if self._follower is None:
+            self._follower = LogFollower(log)
+        while True:
+            lines = self._follower.read_new()
+            for line in lines:
+                print(printable(line), flush=False)
+            if not self._follower.more:
+                break
+        sys.stdout.flush()
+
+    def close(self) -> None:
+        if self._follower is not None:
+            self._follower.close()
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     engine = _engine(args)
-    return _report(engine, _start(engine, args.step, args, force=args.force), args.wait)
+    return _report(engine, _start(engine, args.step, args, force=args.force), args.wait, args.quiet)
 
 
 def cmd_next(args: argparse.Namespace) -> int:
@@ -132,7 +170,7 @@ def cmd_next(args: argparse.Namespace) -> int:
     if choice.manual:
         raise CliError(f"the next step, {choice.step.id} ({choice.step.title}), is a manual step: do it by hand "
                        f"and mark it{CLI_HINTS.mark}", code=1)
-    return _report(engine, _start(engine, choice.step.id, args), args.wait)
+    return _report(engine, _start(engine, choice.step.id, args), args.wait, args.quiet)
 
 
 def cmd_rollback(args: argparse.Namespace) -> int:
