@@ -80,6 +80,30 @@ def _add_color_everywhere(parser: argparse.ArgumentParser) -> None:
                 _add_color_everywhere(child)
 
 
+# What a bare positional is, for `--help`, when its command did not say (one wording for every command).
+POSITIONAL_HELP = {
+    "plan": "the plan file (TOML)", "plans": "plan files (TOML)", "step": "a step id, e.g. 0.3",
+    "target": "a step or phase id", "log": "a log file", "logs": "log files", "url": "the server's URL",
+    "path": "a file or folder", "text": "the note's text", "status": "the status to set",
+    "format": "the export format", "shell": "the shell to complete for", "drafter_command": "what to do",
+}
+
+
+def _describe_everywhere(parser: argparse.ArgumentParser) -> None:
+    """Every command's `--help` opens with what it does (its one-line help, when it has no description),
+    and every positional says what it is."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {a.dest: a.help for a in action._choices_actions}
+            for name, child in action.choices.items():
+                if not child.description and helps.get(name):
+                    child.description = helps[name][0].upper() + helps[name][1:] + "."
+                for arg in child._actions:
+                    if not arg.option_strings and arg.help is None:
+                        arg.help = POSITIONAL_HELP.get(arg.dest)
+                _describe_everywhere(child)
+
+
 def build_parser(modules: tuple[str, ...] = COMMAND_MODULES) -> argparse.ArgumentParser:
     parser = Parser(
         prog="eagle-console",
@@ -94,6 +118,7 @@ def build_parser(modules: tuple[str, ...] = COMMAND_MODULES) -> argparse.Argumen
     for name in modules:
         importlib.import_module(name).register(sub)  # a missing command module is a bug: let it raise
     _add_color_everywhere(parser)
+    _describe_everywhere(parser)
     return parser
 
 

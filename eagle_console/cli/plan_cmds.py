@@ -66,7 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "markdown: the tree with statuses, results, notes and decisions; json: status plus notes and results.",
     )
     p.add_argument("plan")
-    p.add_argument("--format", required=True, choices=FORMATS)
+    p.add_argument("--format", required=True, choices=FORMATS, help="todowrite, markdown or json (see above)")
     add_state_dir(p)
     p.set_defaults(func=cmd_export)
 

@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     slog = sub.add_parser("server-log", help="SGLang server log summary: stages, ready, decode stats, errors")
     slog.add_argument("log", metavar="LOG")
-    slog.add_argument("--follow", action="store_true",
+    slog.add_argument("--follow", "-f", action="store_true",
                       help="text form: keep reading, print each stage, error and decode line as it comes")
     add_json(slog)
     slog.set_defaults(func=cmd_server_log)
