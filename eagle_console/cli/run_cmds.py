@@ -95,7 +95,7 @@ def _report(engine, run_id: int, wait: bool, quiet: bool = False) -> int:
     from eagle_console.ops import steps
 
     run = engine.journal.run(run_id)
-    print(f"started run {run_id} of step {run.step_id}; log: {run.log}")
+    print(f"started {engine.journal.run_label(run_id)}; log: {run.log}")
     if not wait:
         return 0
     t0 = time.monotonic()

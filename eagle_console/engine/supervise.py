@@ -162,7 +162,7 @@ def run_action(spec: ActionSpec) -> int:
     sup = Supervisor(journal, log)
     me = os.getpid()
     journal.record_proc(spec.run_id, spec.step_id, supervisor_pid=me, supervisor_ctime=create_time(me))
-    sup.note(f"run {spec.run_id} of step {spec.step_id} started at {time.strftime('%Y-%m-%d %H:%M:%S')}: "
+    sup.note(f"{journal.run_label(spec.run_id)} started at {time.strftime('%Y-%m-%d %H:%M:%S')}: "
              f"{' '.join(spec.argv)}")
     ready_seen = False
     ready_re = re.compile(spec.ready.log) if spec.ready and spec.ready.log else None

@@ -402,6 +402,24 @@ class Journal:
             self.runs()
             return self._fold.index.get(run_id)
 
+    def run_number(self, run_id: int) -> int | None:
+        """Which run of its step (and kind) this is, counting from 1: what people call "run 3 of 0.2"; the
+        run id is the journal's, across every step."""
+        with self._lock:
+            run = self.run(run_id)
+            if run is None:
+                return None
+            same = [r.id for r in self._fold.by_step.get(run.step_id, []) if r.kind == run.kind]
+            return same.index(run_id) + 1
+
+    def run_label(self, run_id: int) -> str:
+        """`run 3 of step 0.2 (id 4817)`, the one way every face names a run."""
+        run, number = self.run(run_id), self.run_number(run_id)
+        if run is None or number is None:
+            return f"run id {run_id}"
+        what = "rollback" if run.kind == "rollback" else "run"
+        return f"{what} {number} of step {run.step_id} (id {run_id})"
+
     def latest_run(self, step_id: str, kind: str | None = "action") -> Run | None:
         runs = [r for r in self.runs(step_id) if kind is None or r.kind == kind]
         return runs[-1] if runs else None

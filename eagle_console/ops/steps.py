@@ -130,7 +130,8 @@ def start_run(engine: Engine, step_id: str, force: bool = False, who: str | None
 
 def start_step(engine: Engine, step_id: str) -> str:
     """Start a step; returns the line to notify. Raises Refused with the engine's reason."""
-    return f"{step_id} started (run {start_run(engine, step_id)})"
+    run_id = start_run(engine, step_id)
+    return f"{step_id} started ({engine.journal.run_label(run_id)})"
 
 
 class RunOutcome(NamedTuple):
