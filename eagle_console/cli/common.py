@@ -82,7 +82,11 @@ def load_plan(path: str | os.PathLike[str], state_dir: str | None = None) -> Pla
 def open_journal(plan: Plan, readonly: bool = False) -> Journal:
     from eagle_console.journal import Journal
 
-    return Journal.for_plan(plan, readonly=readonly)
+    journal = Journal.for_plan(plan, readonly=readonly)
+    note = journal.file_note()  # a journal deleted or truncated must not pass as "everything pending"
+    if note:
+        print(f"eagle-console: warning: {note}", file=sys.stderr)
+    return journal
 
 
 def read_journal(plan: Plan) -> Journal:

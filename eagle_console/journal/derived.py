@@ -62,7 +62,7 @@ class Derived:
 
 def open_readonly(path: Path, schema: str) -> sqlite3.Connection:
     """The journal opened `mode=ro` (nothing can be written to it); a journal not created yet reads empty."""
-    if not path.exists():
+    if not path.exists() or path.stat().st_size == 0:  # not created yet, or truncated to nothing
         conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         conn.executescript(schema)
         return conn

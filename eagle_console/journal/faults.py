@@ -7,6 +7,7 @@ NFS/SMB do not provide (docs/decisions.md).
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 from pathlib import Path
@@ -65,3 +66,41 @@ def check_version(conn: sqlite3.Connection, path: Path, *, migrate: bool) -> Non
             conn.executescript(MIGRATIONS[version])
         version += 1
         conn.execute(f"PRAGMA user_version = {version}")
+
+
+def file_identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def replaced_note(path: Path, opened: tuple[int, int] | None) -> str | None:
+    """Said when the journal file an open Journal reads is no longer at its path (deleted, or replaced by
+    another file): SQLite keeps reading the old one, so what is shown stops following what happens."""
+    now = file_identity(path)
+    if opened is None or now == opened:
+        return None
+    if now is None:
+        return (f"the journal {path} was deleted while open: what is shown is the deleted file's history and "
+                "new runs write a new, empty journal; restore it from a backup, then restart")
+    return (f"the journal {path} was replaced by another file while open: what is shown is the old file's "
+            "history; restart to read the new one")
+
+
+def history_lost_note(path: Path, last_event_id: int) -> str | None:
+    """Said when a journal with no events sits beside run logs: it was deleted or truncated and every step
+    now reads "pending" — which would otherwise pass silently."""
+    if last_event_id > 0:
+        return None
+    logs = path.parent / "logs"
+    try:
+        count = sum(1 for entry in os.scandir(logs) if entry.name.endswith(".log"))
+    except OSError:
+        return None
+    if not count:
+        return None
+    return (f"the journal {path} holds no history, but {count} run log(s) in {logs} show steps ran before: it "
+            "was deleted or truncated, so every step reads pending; restore it from a backup, or mark the "
+            "steps that are done")

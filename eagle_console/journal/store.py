@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from eagle_console.journal.claims import OpenRollback, open_action_runs, open_rollback_of, open_rollbacks
 from eagle_console.journal.derived import Derived, open_readonly
-from eagle_console.journal.faults import JournalError, check_version, describe
+from eagle_console.journal.faults import (
+    JournalError,
+    check_version,
+    describe,
+    file_identity,
+    history_lost_note,
+    replaced_note,
+)
 from eagle_console.journal.kinds import RUN_KINDS, EventKind
 from eagle_console.journal.operator import current_operator
 from eagle_console.journal.runfold import RunFold
@@ -142,14 +149,16 @@ class Journal:
             if readonly:
                 self._conn = open_readonly(self.path, SCHEMA)
                 check_version(self._conn, self.path, migrate=False)
-                return
-            private_database(self.path)
-            # One connection per Journal, shared by the console's worker threads under a lock.
-            self._conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
-            with self._lock:
-                self._init_schema()
+            else:
+                private_database(self.path)
+                # One connection per Journal, shared by the console's worker threads under a lock.
+                self._conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None,
+                                             check_same_thread=False)
+                with self._lock:
+                    self._init_schema()
         except sqlite3.DatabaseError as exc:
             raise describe(self.path, exc) from None
+        self._identity = file_identity(self.path)  # to notice the file deleted or replaced while open
 
     def _init_schema(self) -> None:
         """WAL mode and the schema, safe when several processes open a new journal at the same instant.
@@ -176,6 +185,11 @@ class Journal:
                 if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() > deadline:
                     raise
                 time.sleep(0.02)
+
+    def file_note(self) -> str | None:
+        """What is wrong with the file behind this journal, if anything: deleted or replaced while open, or
+        empty beside the logs of earlier runs (deleted or truncated before it was opened)."""
+        return replaced_note(self.path, self._identity) or history_lost_note(self.path, self.last_event_id())
 
     @classmethod
     def for_plan(cls, plan: Plan, readonly: bool = False) -> Journal:

@@ -93,12 +93,17 @@ def poll(post: Post, ctx: ConsoleContext, last_id: int | None, state_dir_overrid
     plan_stamp = stamp(path)
     next_plan_check = time.monotonic() + PLAN_POLL_S
     next_reconcile = time.monotonic()
+    said_file_note: str | None = None
     while not worker.is_cancelled:
         try:
             if ctx.journal is not journal:
                 journal, last_id = ctx.journal, None
             if time.monotonic() >= next_reconcile:  # runs whose supervisor died become `lost`
                 next_reconcile = time.monotonic() + RECONCILE_S
+                note = journal.file_note()  # the journal deleted, replaced or emptied: said once
+                if note and note != said_file_note:
+                    post(messages.OpDone(note, "error", 30))
+                said_file_note = note
                 if ctx.engine.reconcile():  # read-only: found in memory, no new event to notice
                     last_id = None
             if journal.last_event_id() != last_id:
