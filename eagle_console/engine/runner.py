@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eagle_console.engine import exitslot
 from eagle_console.engine.procs import alive
 from eagle_console.engine.pyenv import builtin_argv, own_process_env
 from eagle_console.engine.spec import ActionSpec, BuiltinCall, ReadySpec, encode_call, write_spec
@@ -110,6 +111,10 @@ class Engine:
                 reason = "lost: its supervisor never started"
             else:
                 continue
+            kept = exitslot.read(exitslot.exit_slot(self.plan.state_dir, run.id))
+            if kept is not None:  # its supervisor kept the exit when the journal could not take it
+                self.journal.end_run(run.id, run.step_id, **kept)
+                continue
             status = "failed" if run.kind == "action" else None
             if self.journal.end_run(run.id, run.step_id, exit_code=None, outcome="lost", reason=reason,
                                     step_status=status):
@@ -176,6 +181,7 @@ class Engine:
         )
         spec_path = self.plan.state_dir / "runs" / f"{run_id}.json"
         write_spec(spec_path, spec)
+        exitslot.reserve(exitslot.exit_slot(self.plan.state_dir, run_id))  # room for the exit on a full disk
         launch_supervisor(spec_path)
         return run_id
 

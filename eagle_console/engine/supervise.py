@@ -19,11 +19,14 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from eagle_console.engine import exitslot
 from eagle_console.engine.procs import alive, create_time, stop_session
 from eagle_console.engine.pyenv import child_env, forget_own_entry
 from eagle_console.engine.spec import ActionSpec, RollbackSpec, read_spec
 from eagle_console.journal import EventKind, Journal
+from eagle_console.journal.faults import JournalError
 from eagle_console.node.tail import NotRegularFile, open_regular
 from eagle_console.statedir import private_dirs
 
@@ -101,8 +104,14 @@ class Supervisor:
         except NotRegularFile as exc:  # → the supervisor's own log (stderr)
             print(f"[eagle-console] {text} (not in the step log: {exc})", file=sys.stderr, flush=True)
             return
-        with os.fdopen(fd, "a", encoding="utf-8") as f:
-            f.write(f"[eagle-console] {text}\n")
+        try:
+            with os.fdopen(fd, "a", encoding="utf-8") as f:
+                f.write(f"[eagle-console] {text}\n")
+        except OSError as exc:  # a full disk must not stop the supervisor from recording the exit
+            try:
+                print(f"[eagle-console] {text} (not in the step log: {exc})", file=sys.stderr, flush=True)
+            except OSError:
+                pass
 
     def start(self, argv: list[str], cwd: str, env: dict[str, str]) -> subprocess.Popen:
         """Start `argv` with `env` (the spec's overrides) laid over the operator's environment."""
@@ -156,6 +165,26 @@ def _log_size(path: Path) -> int:
         return 0
 
 
+def keep_exit(journal: Journal, run_id: int, step_id: str, **end: Any) -> bool:
+    """Record the run's end; on a journal that cannot take it (a full disk) keep it in the run's exit slot
+    and retry until it can: the run is never `lost` for want of space (engine/exitslot.py)."""
+    try:
+        return journal.end_run(run_id, step_id, **end)
+    except JournalError as exc:
+        kept = exitslot.keep(exitslot.exit_slot(journal.path.parent, run_id), end)
+        try:  # our own log is likely on the same full disk
+            print(f"[eagle-console] {exc}; the exit is {'kept in the run exit slot' if kept else 'NOT kept'}; "
+                  f"retrying every {exitslot.RETRY_S:g}s", file=sys.stderr, flush=True)
+        except OSError:
+            pass
+    while True:
+        time.sleep(exitslot.RETRY_S)
+        try:
+            return journal.end_run(run_id, step_id, **end)
+        except JournalError:
+            continue
+
+
 def run_action(spec: ActionSpec) -> int:
     journal = Journal(Path(spec.journal))
     log = Path(spec.log)
@@ -200,7 +229,7 @@ def run_action(spec: ActionSpec) -> int:
         child = sup.start(spec.argv, spec.cwd, spec.env)
     except OSError as exc:
         sup.note(f"could not start the action: {exc}")
-        journal.end_run(spec.run_id, spec.step_id, exit_code=127, outcome="failed",
+        keep_exit(journal, spec.run_id, spec.step_id, exit_code=127, outcome="failed",
                         reason=f"could not start: {exc}", step_status="failed")
         return 1
     journal.record_proc(spec.run_id, spec.step_id, pid=child.pid, pid_ctime=create_time(child.pid),
@@ -219,11 +248,11 @@ def run_action(spec: ActionSpec) -> int:
     if stopped == "timeout":
         reason = f"timed out after {limit:g}s; its session was stopped"
         sup.note(reason)
-        journal.end_run(spec.run_id, spec.step_id, exit_code=TIMEOUT_EXIT, outcome="timeout", reason=reason,
+        keep_exit(journal, spec.run_id, spec.step_id, exit_code=TIMEOUT_EXIT, outcome="timeout", reason=reason,
                         step_status="failed")
         return 1
     if stopped:
-        journal.end_run(spec.run_id, spec.step_id, exit_code=rc, outcome="failed", reason=stopped,
+        keep_exit(journal, spec.run_id, spec.step_id, exit_code=rc, outcome="failed", reason=stopped,
                         step_status="failed")
         return 1
     if spec.service:
@@ -231,7 +260,7 @@ def run_action(spec: ActionSpec) -> int:
     if rc != 0:
         reason = describe_exit(rc)
         sup.note(f"the action ended: {reason}")
-        journal.end_run(spec.run_id, spec.step_id, exit_code=rc, outcome="failed", reason=reason,
+        keep_exit(journal, spec.run_id, spec.step_id, exit_code=rc, outcome="failed", reason=reason,
                         step_status="failed")
         return 1
     if spec.check_argv:
@@ -240,19 +269,19 @@ def run_action(spec: ActionSpec) -> int:
         try:
             checker = sup.start(spec.check_argv, spec.cwd, spec.env)
         except OSError as exc:
-            journal.end_run(spec.run_id, spec.step_id, exit_code=0, outcome="failed",
+            keep_exit(journal, spec.run_id, spec.step_id, exit_code=0, outcome="failed",
                             reason=f"the check could not start: {exc}", step_status="failed")
             return 1
         crc, cstopped = sup.supervise(checker, scanner, on_line, lambda: check_deadline, spec.grace_s)
         if crc != 0 or cstopped:
             reason = f"the action succeeded but its check failed ({cstopped or describe_exit(crc)})"
             sup.note(reason)
-            journal.end_run(spec.run_id, spec.step_id, exit_code=0, outcome="failed", reason=reason,
+            keep_exit(journal, spec.run_id, spec.step_id, exit_code=0, outcome="failed", reason=reason,
                             step_status="failed")
             return 1
         sup.note("check passed")
     sup.note("the action completed")
-    journal.end_run(spec.run_id, spec.step_id, exit_code=0, outcome="completed", step_status="completed")
+    keep_exit(journal, spec.run_id, spec.step_id, exit_code=0, outcome="completed", step_status="completed")
     return 0
 
 
@@ -261,19 +290,19 @@ def _service_ended(journal: Journal, sup: Supervisor, spec: ActionSpec, rc: int,
                          for e in journal.events(spec.run_id - 1, spec.step_id))
     if stop_requested:
         sup.note(f"the service stopped ({describe_exit(rc)}) as the rollback asked")
-        journal.end_run(spec.run_id, spec.step_id, exit_code=rc, outcome="stopped",
+        keep_exit(journal, spec.run_id, spec.step_id, exit_code=rc, outcome="stopped",
                         reason="stopped by rollback")
         return 0
     if not ready_seen:
         reason = f"the service ended ({describe_exit(rc)}) before it was ready"
         sup.note(reason)
-        journal.end_run(spec.run_id, spec.step_id, exit_code=rc, outcome="failed", reason=reason,
+        keep_exit(journal, spec.run_id, spec.step_id, exit_code=rc, outcome="failed", reason=reason,
                         step_status="failed")
         return 1
     reason = f"the service died after it was ready ({describe_exit(rc)})"
     sup.note(reason)
     journal.append(EventKind.SERVICE_DIED, spec.step_id, spec.run_id, None, exit_code=rc, reason=reason)
-    journal.end_run(spec.run_id, spec.step_id, exit_code=rc, outcome="failed", reason=reason,
+    keep_exit(journal, spec.run_id, spec.step_id, exit_code=rc, outcome="failed", reason=reason,
                     step_status="failed")
     return 1
 

@@ -1,0 +1,106 @@
+"""On a full disk a run that exited 0 does not become `lost` (issue #18): the supervisor keeps the exit in
+the slot reserved beside the run spec and records it when space returns; if it dies first, the readers take
+the exit from the slot. A real supervisor, a real step, a real 4 MiB tmpfs filled up."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+from enginekit import wait_for, write_plan
+
+from eagle_console.journal import Journal
+
+PLAN = """
+    [[phase]]
+    id = "0"
+    title = "P"
+
+    [[phase.step]]
+    id = "0.1"
+    title = "waits for go, prints nothing"
+    run = "while [ ! -e go ]; do sleep 0.05; done"
+"""
+
+
+@pytest.fixture
+def small_disk(tmp_path, request):
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    where = tmp_path / "mnt"
+    where.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(where)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("mount is not allowed here (a container without CAP_SYS_ADMIN)")
+    request.addfinalizer(lambda: subprocess.run(["umount", "-l", str(where)], capture_output=True))
+    return where
+
+
+def fill(where) -> None:
+    with open(where / "filler", "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError:
+            pass
+
+
+def status(plan, state) -> dict:
+    out = subprocess.run([sys.executable, "-m", "eagle_console", "status", str(plan), "--json"],
+                         capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "EAGLE_CONSOLE_STATE": str(state)})
+    assert out.returncode == 0, out.stderr
+    (step,) = [s for p in json.loads(out.stdout)["phases"] for s in p["steps"]]
+    return step
+
+
+def start(plan, state) -> int:
+    out = subprocess.run([sys.executable, "-m", "eagle_console", "run", str(plan), "0.1"], capture_output=True,
+                         text=True, timeout=60, env={**os.environ, "EAGLE_CONSOLE_STATE": str(state)})
+    assert out.returncode == 0, out.stderr
+    journal = Journal(state / "journal.db", readonly=True)
+    try:
+        run = wait_for(lambda: (r := journal.latest_run("0.1")) and r.supervisor_pid and r, timeout=30)
+    finally:
+        journal.close()
+    return run
+
+
+@pytest.mark.parametrize("supervisor_dies", [False, True])
+def test_an_exit_0_on_a_full_disk_is_not_lost(tmp_path, small_disk, supervisor_dies):
+    plan, state = write_plan(tmp_path, PLAN), small_disk / "state"
+    run = start(plan, state)
+    fill(small_disk)
+    (tmp_path / "go").touch()
+    slot = state / "runs" / f"{run.id}.exit"
+    wait_for(lambda: slot.read_text().strip(), timeout=30)  # kept: the journal could not take it
+    assert json.loads(slot.read_text())["outcome"] == "completed"
+    if supervisor_dies:
+        os.kill(run.supervisor_pid, signal.SIGKILL)
+        wait_for(lambda: status(plan, state)["status"] == "completed", timeout=30)  # from the slot, not lost
+    (small_disk / "filler").unlink()  # space returns
+    if supervisor_dies:  # a writing reader (the console's 3 s reconcile) records the kept exit
+        from eagle_console.engine.runner import Engine
+        from eagle_console.plan.loader import load_plan
+
+        engine = Engine(load_plan(plan, state_dir=state), Journal(state / "journal.db"))
+        try:
+            assert engine.reconcile() == []  # nothing lost
+        finally:
+            engine.journal.close()
+    def ended_run():
+        journal = Journal(state / "journal.db", readonly=True)
+        try:
+            r = journal.run(run.id)
+            return r if r is not None and r.ended else None
+        finally:
+            journal.close()
+
+    ended = wait_for(ended_run, timeout=30)
+    assert (ended.outcome, ended.exit_code) == ("completed", 0)
+    assert status(plan, state)["status"] == "completed"
