@@ -48,6 +48,7 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE INDEX IF NOT EXISTS events_step ON events (step_id, kind, id);
 CREATE INDEX IF NOT EXISTS events_run ON events (run_id, id);
+CREATE INDEX IF NOT EXISTS events_kind ON events (kind, id);
 CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
     BEGIN SELECT RAISE(ABORT, 'the journal is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events

@@ -1,12 +1,13 @@
 """What the right-hand panes share: a poller that never piles up, and a Static that skips no-op updates.
 
-`Poller` runs a blocking function in a thread worker, hands its result to the event loop, and only
-then arms the next run: a slow NVML call or a flooded log delays the next poll instead of stacking
+`Poller` runs a blocking function in its own thread, hands its result to the event loop, and only
+then waits for the next run: a slow NVML call or a flooded log delays the next poll instead of stacking
 threads. (The log view is in `logview.py`, the log-following panes in `follow.py`.)
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
@@ -35,65 +36,62 @@ class Poller(Generic[T]):
         self.fail = fail or (lambda exc: None)
         self.name = name
         self.busy = False
-        self.stopped = False
-        self._again = False  # poke() arrived while a poll was running: run once more at once
-        self._timer: Any = None
+        self.stopped = True
+        # One long-lived thread per poller, woken by a timeout or a poke: a Textual timer plus a worker per
+        # poll cost ~6 messages and a task each time (at 4 Hz, most of an idle console's CPU).
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
 
     def start(self, delay: float = 0.0) -> None:
         """Begin polling once the owner is on screen: a reading thread started during the first layout
         would take the GIL from it (the first frame came ~80 ms later with the GPU poll started at mount)."""
         self.stopped = False
-        self.owner.call_after_refresh(self._arm, delay)
+        self.owner.call_after_refresh(self._spawn, delay)
 
     def stop(self) -> None:
         self.stopped = True
-        if self._timer is not None:
-            self._timer.stop()
-            self._timer = None
+        self._wake.set()
 
     def poke(self) -> None:
         """Poll now (the selection changed), or right after the one in flight."""
-        if self.stopped:
-            return
-        if self.busy:
-            self._again = True
-            return
-        if self._timer is not None:
-            self._timer.stop()
-        self._arm(0.0)
-
-    def _arm(self, delay: float) -> None:
         if not self.stopped:
-            self._timer = self.owner.set_timer(max(delay, 0.001), self._kick, name=self.name)
+            self._wake.set()
 
-    def _kick(self) -> None:
-        self._timer = None
-        if self.busy or self.stopped:
+    def _spawn(self, delay: float) -> None:
+        if self.stopped or (self._thread is not None and self._thread.is_alive()):
             return
-        self.busy = True
-        self.owner.run_worker(self._run, thread=True, group=self.name, exit_on_error=False)
+        self._thread = threading.Thread(target=self._loop, args=(delay,), name=f"eagle-{self.name}", daemon=True)
+        self._thread.start()
 
-    def _run(self) -> None:
-        try:
-            result: Any = self.work()
-            error: BaseException | None = None
-        except Exception as exc:  # a poll that fails says so on screen and keeps polling
-            result, error = None, exc
-        try:
-            self.owner.app.call_from_thread(self._finish, result, error)
-        except RuntimeError:  # the app is shutting down
-            self.busy = False
+    def _loop(self, delay: float) -> None:
+        wait = delay
+        while not self.stopped:
+            if wait > 0 and self._wake.wait(wait):
+                pass
+            self._wake.clear()
+            if self.stopped:
+                return
+            self.busy = True
+            try:
+                result: Any = self.work()
+                error: BaseException | None = None
+            except Exception as exc:  # a poll that fails says so on screen and keeps polling
+                result, error = None, exc
+            try:  # blocks until applied: one poll at a time, never piling up behind a busy screen
+                self.owner.app.call_from_thread(self._finish, result, error)
+            except Exception:  # the app is shutting down
+                self.busy = False
+                return
+            wait = self._next_interval()
 
     def _finish(self, result: Any, error: BaseException | None) -> None:
         self.busy = False
-        try:
-            if error is None:
-                self.apply(result)
-            else:
-                self.fail(error)
-        finally:
-            again, self._again = self._again, False
-            self._arm(0.0 if again else self._next_interval())
+        if self.stopped:
+            return
+        if error is None:
+            self.apply(result)
+        else:
+            self.fail(error)
 
     def _next_interval(self) -> float:
         if self.hidden_interval is not None and not self.owner.is_on_screen:
