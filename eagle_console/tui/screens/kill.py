@@ -27,6 +27,13 @@ if TYPE_CHECKING:
     from eagle_console.tui.context import ConsoleContext
 
 
+def holders_summary(holders: list) -> str:
+    """`3 GPU holders · GPU 0: 12240 MiB, GPU 1: 2048 MiB`."""
+    by_gpu = memory_by_gpu(holders)
+    mem = ", ".join(f"GPU {g}: {mib:.0f} MiB" for g, mib in sorted(by_gpu.items())) or "no GPU memory held"
+    return f"{len(holders)} GPU holder{'s' if len(holders) != 1 else ''} · {mem}"
+
+
 def result_text(record: KillRecord) -> Text:
     killed, survivors = record.killed, record.survivors
     out = Text(f"killed {len(killed)}: {' '.join(map(str, killed)) or '-'}\n", style="bold green" if killed else "")
@@ -166,9 +173,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
                           f"{h.used_mib:.0f}" if h.used_mib is not None else "fd", Text(h.cls, style=style),
                           Text(h.owner or "—"), Text(cmd, style=style), key=str(h.pid))
         self.state = "choosing"
-        by_gpu = memory_by_gpu(holders)
-        mem = ", ".join(f"GPU {g}: {mib:.0f} MiB" for g, mib in sorted(by_gpu.items())) or "no GPU memory held"
-        summary = f"{len(holders)} GPU holders · {mem}"
+        summary = holders_summary(holders)
         if note:
             summary += f" · {note}"
         if not holders:
@@ -305,6 +310,9 @@ class KillScreen(ModalScreen[KillRecord | None]):
         self.report = record
         progress = self.query_one("#kill-progress", Static)
         progress.update(result_text(record) if record is not None else Text(error or "", style="red"))
+        if record is not None:  # the counts above the table were the scan's: say what is left now
+            left = [h for h in self.holders if h.pid not in set(record.killed)]
+            self.query_one("#kill-summary", Static).update("after the kill: " + holders_summary(left))
         self.query_one("#kill-hint", Static).update("enter / esc close")
         self.call_after_refresh(self._fit)
         for pid in record.killed if record is not None else []:
