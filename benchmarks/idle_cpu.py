@@ -63,19 +63,10 @@ def child(kind: str, seconds: float, sim: Path | None) -> None:
     print(json.dumps({"kind": kind, "cpu_pct": round(pct, 2), "polls": marks["polls"]}))
 
 
-def child_console(seconds: float, sim: Path) -> None:
-    """The whole console, as `eagle-console PLAN --sim DIR` builds it, idle on the Server tab."""
+def idle_pct(app, seconds: float) -> float:
+    """CPU per wall second of `app` run headless, idle, for `seconds` after a WARMUP_S warm-up (percent)."""
     import psutil
 
-    from eagle_console.journal import Journal
-    from eagle_console.plan.loader import load_plan
-    from eagle_console.tui.app import make_app
-
-    plan_path = Path(tempfile.mkdtemp()) / "plan.toml"
-    steps = "".join(f'[[phase.step]]\nid = "0.{i}"\ntitle = "step {i}"\nrun = "true"\n\n' for i in range(1, 7))
-    plan_path.write_text(f'[plan]\nid = "b"\ntitle = "b"\n\n[[phase]]\nid = "0"\ntitle = "p"\n\n{steps}')
-    plan = load_plan(plan_path)
-    app = make_app(plan, Journal.for_plan(plan), sim_dir=sim)
     me, marks = psutil.Process(), {}
 
     def start() -> None:
@@ -90,7 +81,22 @@ def child_console(seconds: float, sim: Path) -> None:
 
     app.call_later(lambda: app.set_timer(WARMUP_S, start))
     app.run(headless=True, size=(120, 40))
-    pct = (marks["cpu1"] - marks["cpu0"]) / (marks["t1"] - marks["t0"]) * 100
+    return (marks["cpu1"] - marks["cpu0"]) / (marks["t1"] - marks["t0"]) * 100
+
+
+def child_console(seconds: float, sim: Path) -> None:
+    """The whole console, as `eagle-console PLAN --sim DIR` builds it, idle on the Server tab."""
+
+    from eagle_console.journal import Journal
+    from eagle_console.plan.loader import load_plan
+    from eagle_console.tui.app import make_app
+
+    plan_path = Path(tempfile.mkdtemp()) / "plan.toml"
+    steps = "".join(f'[[phase.step]]\nid = "0.{i}"\ntitle = "step {i}"\nrun = "true"\n\n' for i in range(1, 7))
+    plan_path.write_text(f'[plan]\nid = "b"\ntitle = "b"\n\n[[phase]]\nid = "0"\ntitle = "p"\n\n{steps}')
+    plan = load_plan(plan_path)
+    app = make_app(plan, Journal.for_plan(plan), sim_dir=sim)
+    pct = idle_pct(app, seconds)
     print(json.dumps({"kind": "console", "cpu_pct": round(pct, 2), "polls": 0}))
 
 

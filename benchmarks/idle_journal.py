@@ -17,7 +17,6 @@ import tempfile
 import time
 from pathlib import Path
 
-WARMUP_S = 3.0
 STEPS = [f"0.{i}" for i in range(1, 7)]
 
 
@@ -56,7 +55,7 @@ def fill(plan_path: Path, events: int) -> int:
 
 
 def child(plan_path: Path, sim: Path, seconds: float) -> None:
-    import psutil
+    from idle_cpu import idle_pct
 
     from eagle_console.journal import Journal
     from eagle_console.plan.loader import load_plan
@@ -64,21 +63,7 @@ def child(plan_path: Path, sim: Path, seconds: float) -> None:
 
     plan = load_plan(plan_path)
     app = make_app(plan, Journal.for_plan(plan), sim_dir=sim)
-    me, marks = psutil.Process(), {}
-
-    def start() -> None:
-        t = me.cpu_times()
-        marks["cpu0"], marks["t0"] = t.user + t.system, time.monotonic()
-        app.set_timer(seconds, stop)
-
-    def stop() -> None:
-        t = me.cpu_times()
-        marks["cpu1"], marks["t1"] = t.user + t.system, time.monotonic()
-        app.exit()
-
-    app.call_later(lambda: app.set_timer(WARMUP_S, start))
-    app.run(headless=True, size=(120, 40))
-    print(json.dumps({"cpu_pct": (marks["cpu1"] - marks["cpu0"]) / (marks["t1"] - marks["t0"]) * 100}))
+    print(json.dumps({"cpu_pct": idle_pct(app, seconds)}))
 
 
 def main() -> int:
