@@ -252,8 +252,9 @@ def test_80x24_results_keep_their_values_on_screen(tmp_path):
         journal.record_result("0.3", None, "vocab_positions_differ", 31748.0)
         journal.record_result("0.3", None, "tok_s", 101.25)
         await pilot.press("5")
-        text = await until(pilot, lambda: (lambda s: s if "tok_s" in s.split("RESULT")[-1] else None)(
-            screen_text(app)), what="the results table")
+        text = await until(pilot, lambda: (lambda s: s if "tok_s" in s.split("RESULT")[-1] and "vocab_" in
+                                            s.split("RESULT")[-1] else None)(screen_text(app)),
+                           what="both results in the table")
         table = text.split("RESULT")[-1]
         assert "31748" in table and "31748.00" not in table and "101.25" in table, text
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from eagle_console.journal.kinds import EventKind
 
 if TYPE_CHECKING:
-    from eagle_console.journal.store import Event, Run
+    from eagle_console.journal.records import Event, Run
 
 
 class RunFold:

@@ -13,9 +13,8 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from eagle_console.journal.claims import OpenRollback, open_action_runs, open_rollback_of, open_rollbacks
 from eagle_console.journal.derived import Derived, open_readonly
@@ -29,6 +28,7 @@ from eagle_console.journal.faults import (
 )
 from eagle_console.journal.kinds import RUN_KINDS, EventKind
 from eagle_console.journal.operator import current_operator
+from eagle_console.journal.records import Event, Note, Refused, Result, Run, StepState
 from eagle_console.journal.runfold import RunFold
 from eagle_console.journal.status import STATUSES, unmet
 from eagle_console.statedir import private_database
@@ -54,83 +54,6 @@ CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
 CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
     BEGIN SELECT RAISE(ABORT, 'the journal is append-only'); END;
 """
-
-
-class Refused(Exception):
-    """A precondition did not hold (needs unmet, already in progress): nothing was written."""
-
-    def __init__(self, message: str, by: str | None = None, at: float | None = None,
-                 fix: str | None = None) -> None:
-        super().__init__(message)
-        self.by = by
-        self.at = at
-        self.fix = fix  # an option that would get past it ("cascade", "force"): each face names its own control
-
-
-# The read-only records are NamedTuples (cheap to define: this module loads before the console's first
-# screen; see plan/model.py); Run is built up event by event, so it stays a (mutable) dataclass.
-class Event(NamedTuple):
-    id: int
-    at: float
-    kind: str  # an EventKind value
-    step_id: str | None
-    run_id: int | None
-    who: str | None
-    data: dict[str, Any]
-
-
-class StepState(NamedTuple):
-    status: str
-    at: float
-    who: str | None
-    event_id: int
-    run_id: int | None = None
-    reason: str | None = None
-
-
-class Note(NamedTuple):
-    step_id: str
-    text: str
-    who: str | None
-    at: float
-
-
-class Result(NamedTuple):
-    step_id: str
-    run_id: int | None
-    name: str
-    value: float | str
-    at: float
-
-
-@dataclass
-class Run:
-    """One supervised execution: the action of a step, its check, or a rollback."""
-
-    id: int
-    step_id: str
-    kind: str  # "action" | "rollback"
-    started: float
-    who: str | None
-    command: str
-    log: str | None
-    service: bool = False
-    env: dict[str, str] = field(default_factory=dict)
-    supervisor_pid: int | None = None
-    supervisor_ctime: float | None = None
-    pid: int | None = None  # the action's process (a service's main process)
-    pid_ctime: float | None = None
-    pgid: int | None = None
-    sid: int | None = None
-    ready_at: float | None = None
-    ended: float | None = None
-    exit_code: int | None = None
-    outcome: str | None = None  # completed | failed | lost | timeout | stopped
-    reason: str | None = None
-
-    @property
-    def finished(self) -> bool:
-        return self.ended is not None
 
 
 def _ts_text(at: float | None) -> str:

@@ -16,7 +16,7 @@ from eagle_console.tui.messages import PlanReloaded
 from eagle_console.tui.panes._logview import HIDDEN_S, Poller
 
 if TYPE_CHECKING:
-    from eagle_console.journal.store import Result
+    from eagle_console.journal.records import Result
     from eagle_console.tui.context import ConsoleContext
 
 REFRESH_S = 2.0
@@ -40,6 +40,12 @@ NAME_CELLS = 14
 def short_name(name: str, cells: int | None) -> str:
     """`vocab_positions_differ` → `vocab_position…`: the value beside it matters more than the name's end."""
     return name if cells is None or len(name) <= cells else name[: cells - 1] + "…"
+
+
+def _add_columns(table: DataTable) -> None:
+    for label, key in (("STEP", "step"), ("RESULT", "name"), ("VALUE", "value"), ("BASELINE", "base"),
+                       ("Δ", "delta"), ("AT", "at")):
+        table.add_column(label, key=key)
 
 
 def rows(results: list[Result], baseline: dict[str, float], name_cells: int | None = None) -> list[tuple]:
@@ -96,9 +102,7 @@ class ResultsPane(Vertical):
         yield Static("", id="results-headline", markup=False)
         yield Static("no results recorded yet", id="results-empty", markup=False)
         table: DataTable = DataTable(id="results", zebra_stripes=True, cursor_type="row")
-        for label, key in (("STEP", "step"), ("RESULT", "name"), ("VALUE", "value"), ("BASELINE", "base"),
-                           ("Δ", "delta"), ("AT", "at")):
-            table.add_column(label, key=key)
+        _add_columns(table)
         yield table
 
     def on_mount(self) -> None:
@@ -127,7 +131,10 @@ class ResultsPane(Vertical):
             return
         self._key, self.results = key, results
         table = self.query_one(DataTable)
-        table.clear()
+        # columns too: a column keeps the width of the rows it had ("101.25" was cut to "101.2" when the
+        # first poll saw only a 5-character value)
+        table.clear(columns=True)
+        _add_columns(table)
         for row in rows(list(reversed(results)), baseline, name_cells):  # newest first: the last run's figures on top
             table.add_row(*row)
         self.query_one("#results-headline", Static).update(headline(results, baseline))
