@@ -117,6 +117,8 @@ class Run:
     exit_code: int | None = None
     outcome: str | None = None  # completed | failed | lost | timeout | stopped
     reason: str | None = None
+    node: str | None = None  # additions (issue #20): the cluster node a Ray job runs it on, and the job
+    job_id: str | None = None
 
     @property
     def finished(self) -> bool:

@@ -368,7 +368,7 @@ def tracked_runs(journal: Journal) -> list[TrackedRun]:
 
     out: list[TrackedRun] = []
     for run in journal.runs():
-        if not run.sid or not run.pid:
+        if not run.sid or not run.pid or run.node:  # a run on another node: its pids are that node's
             continue
         main_alive = run.ended is None and alive(run.pid, run.pid_ctime)
         out.append(TrackedRun(step_id=run.step_id, run_id=run.id, sid=run.sid, main_pid=run.pid,
