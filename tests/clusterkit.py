@@ -171,3 +171,25 @@ def ray_cluster():
     print(f"\n[clusterkit] cluster up in {time.monotonic() - started:.1f}s at {cluster.address}")
     yield cluster
     cluster.stop()
+
+
+def cluster_plan(tmp_path: Path, cluster: RayCluster, steps: str) -> Path:
+    """A plan on `cluster` with `steps` (TOML of [[phase.step]] tables) in one phase."""
+    plan = tmp_path / "plan.toml"
+    plan.write_text(f'[plan]\nid = "c"\ntitle = "cluster"\n\n[cluster]\naddress = "{cluster.address}"\n\n'
+                    f'[[phase]]\nid = "0"\ntitle = "P"\n{steps}')
+    return plan
+
+
+def cli(*argv: object, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "eagle_console", *map(str, argv)], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def step_state(plan: Path, step_id: str) -> tuple[str, dict]:
+    """(status, latest run) of a step from `status --json`."""
+    import json
+
+    doc = json.loads(cli("status", plan, "--json").stdout)
+    step = next(s for p in doc["phases"] for s in p["steps"] if s["id"] == step_id)
+    return step["status"], step

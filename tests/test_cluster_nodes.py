@@ -9,7 +9,7 @@ import time
 import psutil
 from clusterkit import needs_ray
 
-from eagle_console.sim import orphans
+from eagle_console.sim import gpustate, orphans
 
 pytestmark = needs_ray
 
@@ -66,6 +66,23 @@ def test_orphans_on_both_nodes_are_listed_and_killed_there(ray_cluster, tmp_path
         for pid in (p for ps in pids.values() for p in ps):
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_gpus_json_has_a_section_per_node(ray_cluster, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    sim = tmp_path / "local"
+    gpustate.create_node(sim, gpus=1)
+    out = subprocess.run([sys.executable, "-m", "eagle_console", "gpus", "--sim", str(sim), "--json",
+                          "--cluster", ray_cluster.address], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert len(doc["gpus"]) == 1  # this machine's, as without a cluster
+    nodes = {n["name"]: n for n in doc["nodes"]}
+    assert {k: len(v["gpus"]) for k, v in nodes.items()} == {"a": 2, "b": 3}
+    assert all(set(n) >= {"name", "address", "reachable", "reading_age_s", "gpus", "holders"} for n in doc["nodes"])
 
 
 def test_a_killed_raylet_reads_unreachable_within_5s_with_its_last_reading(ray_cluster):
