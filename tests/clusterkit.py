@@ -25,6 +25,8 @@ HAVE_RAY = importlib.util.find_spec("ray") is not None
 needs_ray = pytest.mark.skipif(not HAVE_RAY, reason="Ray is not installed (pip install '.[cluster]')")
 RAY_START_TIMEOUT_S = 90.0
 GPUS = {"a": 2, "b": 3}
+HEALTH_CHECK = {"RAY_health_check_period_ms": "500", "RAY_health_check_timeout_ms": "500",
+                "RAY_health_check_failure_threshold": "3"}
 
 
 def free_port() -> int:
@@ -92,6 +94,13 @@ class RayCluster:
             time.sleep(0.2)
         return node
 
+    def restart(self, name: str) -> None:
+        """Start node `name` again after a test killed it (its old `ray start` is kept for the teardown)."""
+        old = self.nodes.pop(name)
+        self.nodes[f"{name}-killed-{old.proc.pid}"] = old
+        self.start_node(name, head=False)
+        self.wait_alive({name})
+
     def wait_alive(self, names: set[str], timeout: float = 60.0) -> None:
         from eagle_console.cluster.connect import cluster_nodes
 
@@ -148,7 +157,10 @@ class RayCluster:
 def start_cluster() -> RayCluster:
     root = Path(tempfile.mkdtemp(prefix="ecr-", dir="/tmp"))  # short: Ray's unix socket paths are limited
     token = secrets.token_hex(16)
-    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token, "RAY_USAGE_STATS_ENABLED": "0"}
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token, "RAY_USAGE_STATS_ENABLED": "0",
+           # the GCS declares a silent raylet dead after ~1.5 s, not Ray's default of tens of seconds
+           # (docs/cluster.md recommends the same on a real cluster)
+           **HEALTH_CHECK}
     env.pop("RAY_ADDRESS", None)
     cluster = RayCluster(root, f"127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}", env)
     os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token)  # this process is a client of it too

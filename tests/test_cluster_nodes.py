@@ -85,14 +85,35 @@ def test_gpus_json_has_a_section_per_node(ray_cluster, tmp_path):
     assert all(set(n) >= {"name", "address", "reachable", "reading_age_s", "gpus", "holders"} for n in doc["nodes"])
 
 
-def test_a_killed_raylet_reads_unreachable_within_5s_with_its_last_reading(ray_cluster):
-    """Last of the module's tests: node b stays down (tests/test_cluster_jobs.py runs before this file)."""
+def test_a_killed_raylet_reads_unreachable_within_5s_with_its_last_reading(ray_cluster, tmp_path):
+    """Its running step becomes `lost`; node b is started again for the tests after this one."""
+    from clusterkit import cli, cluster_plan
+
     from eagle_console.ops.nodes import read_nodes
 
+    plan = cluster_plan(tmp_path, ray_cluster, '  [[phase.step]]\n  id = "0.1"\n  title = "t"\n  node = "b"\n'
+                                               '  run = "echo going; exec sleep 300"\n')
+    r = cli("run", plan, "0.1", "--yes")
+    assert r.returncode == 0, r.stderr
+    deadline = time.monotonic() + 60
+    while "going" not in cli("log", plan, "0.1").stdout:
+        assert time.monotonic() < deadline
+        time.sleep(0.3)
     before = {n["name"]: n for n in read_nodes(ray_cluster.address, timeout=30)}
     assert before["b"]["reachable"]
     os.kill(ray_cluster.nodes["b"].raylet_pid(), signal.SIGKILL)
     killed = time.monotonic()
+    try:
+        _judge_the_dead_node(ray_cluster, plan, before, killed)
+    finally:
+        ray_cluster.restart("b")
+
+
+def _judge_the_dead_node(ray_cluster, plan, before, killed) -> None:
+    from clusterkit import step_state
+
+    from eagle_console.ops.nodes import read_nodes
+
     while True:
         nodes = {n["name"]: n for n in read_nodes(ray_cluster.address, timeout=1.0)}
         if not nodes["b"]["reachable"]:
@@ -102,3 +123,17 @@ def test_a_killed_raylet_reads_unreachable_within_5s_with_its_last_reading(ray_c
     assert len(nodes["b"]["gpus"]) == 3  # the last reading, not "0 GPUs"
     assert nodes["b"]["error"] and nodes["b"]["reading_age_s"] is not None
     assert nodes["a"]["reachable"]
+    deadline = time.monotonic() + 60
+    while (state := step_state(plan, "0.1"))[0] == "in_progress":
+        assert time.monotonic() < deadline, state
+        time.sleep(0.5)
+    assert state[0] == "failed"
+    from eagle_console.engine.runner import Engine
+    from eagle_console.journal import Journal
+    from eagle_console.plan.loader import load_plan
+
+    loaded = load_plan(plan)
+    journal = Journal.for_plan(loaded)
+    Engine(loaded, journal).reconcile()  # `status` reconciles in memory only: a writer journals it
+    run = journal.latest_run("0.1")
+    assert run.outcome == "lost" and "b" in run.reason, run

@@ -43,6 +43,24 @@ def connect(address: str) -> None:
                      logging_level=logging.ERROR, configure_logging=False)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise ClusterError(f"cannot reach the Ray cluster at {address}: {exc}") from exc
+        _cluster_messages_to_stderr()
+
+
+def _cluster_messages_to_stderr() -> None:
+    """Ray's driver prints the cluster's error messages ("(raylet) Raylet is terminated...") on stdout
+    (ray/_private/worker.py listen_error_messages, is_err=False): that would break `--json` documents.
+    They go to stderr instead (the module attribute is looked up at each call)."""
+    from ray._private import worker
+
+    original = worker.print_to_stdstream
+    if getattr(original, "_eagle_console", False):
+        return
+
+    def to_stderr(data: dict, ignore_prefix: bool) -> None:
+        original({**data, "is_err": True}, ignore_prefix)
+
+    to_stderr._eagle_console = True  # type: ignore[attr-defined]
+    worker.print_to_stdstream = to_stderr
 
 
 def cluster_nodes(address: str) -> list[ClusterNode]:

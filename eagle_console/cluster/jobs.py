@@ -84,8 +84,11 @@ def sync_run(journal: Journal, run: Run, address: str, check_node: bool = True) 
 
     client = job_client(address)
     info = client.get_job_info(run.job_id)
-    lines, events = split_log(client.get_job_logs(run.job_id))
-    _copy_log(run, lines)
+    try:  # served by the node's own agent: gone with its raylet, when the node matters most
+        lines, events = split_log(client.get_job_logs(run.job_id))
+        _copy_log(run, lines)
+    except Exception:  # noqa: BLE001 - the log stays as last copied; the job's status still judges
+        lines, events = [], []
     for e in events:
         if e["kind"] == "proc" and run.pid is None:
             journal.record_proc(run.id, run.step_id, **{k: v for k, v in e.items() if k != "kind"})
