@@ -193,9 +193,9 @@ def cluster_plan(tmp_path: Path, cluster: RayCluster, steps: str) -> Path:
     return plan
 
 
-def cli(*argv: object, timeout: float = 120) -> subprocess.CompletedProcess:
+def cli(*argv: object, timeout: float = 120, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "eagle_console", *map(str, argv)], capture_output=True,
-                          text=True, timeout=timeout)
+                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
 
 
 def step_state(plan: Path, step_id: str) -> tuple[str, dict]:

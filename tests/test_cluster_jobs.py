@@ -93,3 +93,4 @@ def test_a_node_run_survives_kill_9_of_its_cli_and_rollback_stops_its_job(ray_cl
            open(f"/proc/{action_pid}/stat").read().split()[2] == "Z", 15, "the action to end")
     ended = _journal(plan).run(run.id)
     assert ended.finished and ended.outcome in ("stopped", "failed"), ended
+
