@@ -13,7 +13,7 @@ import ipaddress
 import threading
 from urllib.parse import urlsplit
 
-import httpx
+from eagle_console._httpx import httpx
 
 CONNECT_S = 1.0
 

@@ -150,3 +150,59 @@ def test_cli_commands_run_without_textual_or_rich(tmp_path: Path):
                                        capture_output=True, text=True, timeout=60, env=env).stdout)
     steps = {s["id"]: s["status"] for s in status["phases"][0]["steps"]}
     assert steps == {"0.1": "completed", "0.2": "rolled_back", "0.3": "skipped"}
+
+
+RAY_BLOCKER = BLOCKER.replace('("textual", "rich")', '("ray",)').replace("_NoTextualOrRich", "_NoRay")
+
+SINGLE_NODE_PLAN = '''[plan]
+id = "single"
+title = "one node"
+
+[[phase]]
+id = "0"
+title = "P"
+  [[phase.step]]
+  id = "0.1"
+  title = "a shell step"
+  run = "echo hello"
+'''
+
+
+def test_single_node_use_never_imports_ray(tmp_path: Path):
+    """Issue #20: Ray is loaded only for a plan with [cluster] (or --cluster). `status`, `run`, `gpus`,
+    `orphans` and the console over a plan without it must not even try to import it."""
+    import os
+
+    from eagle_console.sim import gpustate
+
+    block = tmp_path / "block"
+    block.mkdir()
+    (block / "sitecustomize.py").write_text(RAY_BLOCKER)
+    blocked = tmp_path / "blocked.log"
+    env = {**os.environ, "EC_BLOCKED_LOG": str(blocked),
+           "PYTHONPATH": os.pathsep.join([str(block), os.environ.get("PYTHONPATH", "")])}
+    plan = tmp_path / "plan.toml"
+    plan.write_text(SINGLE_NODE_PLAN)
+    sim = tmp_path / "sim"
+    gpustate.create_node(sim, gpus=1)
+    commands = [["validate", plan], ["run", plan, "0.1", "--yes", "--wait"], ["status", plan, "--json"],
+                ["gpus", "--sim", sim, "--json"], ["orphans", plan, "--sim", sim, "--json"]]
+    for argv in commands:
+        r = subprocess.run([sys.executable, "-m", "eagle_console", *map(str, argv)], capture_output=True,
+                           text=True, timeout=120, env=env, cwd=tmp_path)
+        assert r.returncode == 0 and "Traceback" not in r.stderr, (argv, r.stderr[-600:])
+    console = ("import asyncio, sys\n"
+               "from eagle_console.journal import Journal\n"
+               "from eagle_console.plan.loader import load_plan\n"
+               "from eagle_console.tui.app import make_app\n"
+               f"plan = load_plan({str(plan)!r})\n"
+               "app = make_app(plan, Journal.for_plan(plan))\n"
+               "async def main():\n"
+               "    async with app.run_test(size=(120, 40)) as pilot:\n"
+               "        await pilot.pause(1.5)\n"
+               "asyncio.run(main())\n"
+               "print(','.join(m for m in sys.modules if m.split('.')[0] == 'ray'))\n")
+    r = subprocess.run([sys.executable, "-c", console], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr[-800:]
+    assert r.stdout.strip() == ""
+    assert not blocked.exists(), blocked.read_text()

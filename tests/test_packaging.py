@@ -19,7 +19,13 @@ PACKAGE = ROOT / "eagle_console"
 # import name -> distribution name, where they differ
 DISTRIBUTION = {"pynvml": "nvidia-ml-py"}
 # imported only behind an importability check, for optional file types: an extra, not a dependency
-OPTIONAL = {"torch"}
+OPTIONAL = {"torch", "ray"}  # ray: the `cluster` extra, imported only for a plan with [cluster]
+
+
+def test_ray_is_the_cluster_extra() -> None:
+    cluster = [Requirement(t) for t in project()["optional-dependencies"]["cluster"]]
+    assert [(r.name, r.extras) for r in cluster] == [("ray", {"default"})]
+    assert not cluster[0].specifier.contains("2.51.0"), "token authentication came in Ray 2.52.0"
 
 
 def project() -> dict[str, Any]:

@@ -13,6 +13,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("gpus", help="GPUs and the processes holding them")
     add_json(p)
     add_sim(p)
+    _add_cluster(p)
     p.set_defaults(func=cmd_gpus)
 
     p = sub.add_parser("orphans", help="list GPU holders with their class; --kill stops the orphans")
@@ -30,7 +31,44 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="time between SIGTERM and SIGKILL: 10, 10s, 1m30s (default $EAGLE_CONSOLE_KILL_GRACE or 10s)")
     p.add_argument("--state-dir", default=None, help="journal location override for PLAN")
     add_sim(p)
+    _add_cluster(p)
     p.set_defaults(func=cmd_orphans)
+
+
+def _add_cluster(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cluster", default=None, metavar="ADDRESS",
+                   help="also every node of this Ray cluster (auto, ray://HOST:10001, HOST:6379; "
+                        "orphans: default the plan's [cluster])")
+
+
+def _cluster_address(args: argparse.Namespace, plan: Any = None) -> str | None:
+    if args.cluster:
+        return args.cluster
+    return plan.cluster.address if plan is not None and plan.cluster is not None else None
+
+
+def _nodes_section(address: str) -> list[dict[str, Any]]:
+    """`gpus --json`'s nodes (docs/cluster.md); the cluster unreachable is one entry saying so."""
+    from eagle_console.cluster.connect import ClusterError
+    from eagle_console.ops.nodes import read_nodes
+
+    try:
+        return read_nodes(address)
+    except ClusterError as exc:
+        return [{"name": None, "address": address, "reachable": False, "error": str(exc),
+                 "reading_age_s": None, "gpus": None, "holders": None}]
+
+
+def _print_nodes(nodes: list[dict[str, Any]]) -> None:
+    for n in nodes:
+        age = "never read" if n["reading_age_s"] is None else f"read {n['reading_age_s']:g}s ago"
+        state = "reachable" if n["reachable"] else f"UNREACHABLE ({n['error']})"
+        print(f"node {n['name']} {n['address']}  {state}  {age}")
+        for g in n["gpus"] or []:
+            print(f"  {g['index']} {g['name'] or 'N/A'}  {_na(g['memory_used_mib'])}/{_na(g['memory_total_mib'])} MiB"
+                  f"  {_na(g['utilization_pct'])}%")
+        for h in n["holders"] or []:
+            print(f"    {h['pid']:>7} {_na(h['used_mib']):>8} MiB  {h['class']:<7} {h['command'][:70]}")
 
 
 def _na(value: Any, fmt: str = "{:.0f}") -> str:
@@ -48,9 +86,14 @@ def cmd_gpus(args: argparse.Namespace) -> int:
     finally:
         backend.close()
     doc = gpus_document(sample, scan.holders, scan.pid_namespace)
+    address = _cluster_address(args)
+    if address:
+        doc["nodes"] = _nodes_section(address)
     if args.json:
         print_json(doc)
         return 0
+    if address:
+        _print_nodes(doc["nodes"])
     if sample.error:
         print(f"{sample.backend}: {sample.error}")
     if scan.pid_namespace == "foreign":
@@ -109,7 +152,10 @@ def cmd_orphans(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     journal = _journal(args)
     doc: dict[str, Any] = {"holders": [], "killed": [], "survivors": [], "freed_mib": {}, "error": None}
+    address = _cluster_address(args, _plan(args))
     try:
+        if address:
+            doc["nodes"] = _orphans_on_nodes(args, address, grace, journal)
         try:
             found = orphans.scan(sim_dir(args), journal)
         except Exception as exc:  # the backend failed outright: say so in the document, not as a traceback
@@ -142,6 +188,37 @@ def cmd_orphans(args: argparse.Namespace) -> int:
     return _finish(args, doc)
 
 
+def _plan(args: argparse.Namespace) -> Any:
+    if not args.plan:
+        return None
+    from eagle_console.cli.common import load_plan
+
+    return load_plan(args.plan, args.state_dir)
+
+
+def _orphans_on_nodes(args: argparse.Namespace, address: str, grace: float, journal: Any) -> dict[str, Any]:
+    """Every node's holders, and with --kill its KillRecord (the kill runs on the node, by its agent)."""
+    from eagle_console.cluster.connect import ClusterError
+    from eagle_console.ops.nodes import kill_on_nodes, read_nodes
+
+    try:
+        if args.kill and args.yes:
+            out = kill_on_nodes(address, scope=args.scope, match=args.match, grace=grace, journal=journal,
+                                include_tracked=args.include_tracked)
+        else:  # listing (a --kill without --yes asks about the local node only)
+            out = {n["name"]: {"holders": n["holders"] or [], "error": n["error"]} for n in read_nodes(address, journal)}
+    except ClusterError as exc:
+        return {"error": str(exc)}
+    if not args.json:
+        for name, entry in out.items():
+            print(f"node {name}: " + (entry["error"] or ""))
+            for h in entry.get("holders") or []:
+                print(f"{h['pid']:>7} {_na(h['used_mib']):>8} MiB {h['class']:<7} {h['command'][:70]}")
+            if "killed" in entry:
+                print(f"killed {entry['killed']}, survivors {entry['survivors']}, freed MiB {entry['freed_mib']}")
+    return out
+
+
 def _holder_dict(h: Any, refused: str | None) -> dict[str, Any]:
     """cli.md's holder; one never signalled says why in its `reason`."""
     d = h.to_dict()
@@ -155,4 +232,6 @@ def _finish(args: argparse.Namespace, doc: dict[str, Any]) -> int:
         print_json(doc)
     elif doc["error"] and not doc["holders"]:
         print(doc["error"], file=sys.stderr)
-    return 1 if doc["survivors"] or doc["error"] else 0
+    nodes = doc.get("nodes") or {}
+    node_failed = any(isinstance(e, dict) and (e.get("survivors") or e.get("error")) for e in nodes.values())
+    return 1 if doc["survivors"] or doc["error"] or node_failed or isinstance(nodes.get("error"), str) else 0

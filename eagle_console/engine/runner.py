@@ -100,7 +100,13 @@ class Engine:
         rollbacks. A read-only journal records this in memory only: every reader reconciles, none writes."""
         lost: list[Run] = []
         now = time.time()
+        on_nodes: list[Run] = []
         for run in self.journal.open_runs():
+            if run.job_id:  # a Ray job on a cluster node: its job says, not a local pid (cluster.jobs)
+                on_nodes.append(run)
+                continue
+            if run.node and now - run.started <= SUPERVISOR_START_GRACE_S:
+                continue  # being submitted
             if run.supervisor_pid:
                 if alive(run.supervisor_pid, run.supervisor_ctime):
                     continue
@@ -129,6 +135,10 @@ class Engine:
             else:
                 continue
             self.journal.end_rollback(rb.id, rb.target, outcome="lost", reason=reason)
+        if on_nodes and self.plan.cluster is not None:
+            from eagle_console.cluster.jobs import reconcile_node_runs
+
+            lost += reconcile_node_runs(self.journal, on_nodes, self.plan.cluster.address)
         return lost
 
     def statuses(self) -> dict[str, str]:
@@ -179,11 +189,45 @@ class Engine:
             ready=ReadySpec(ready.http, ready.log, ready.timeout_s) if ready else None,
             check_argv=action_argv(self.plan, step, step.check, "check", run_id) if step.check else None,
         )
+        if step.node:
+            return self._start_on_node(step, spec)
         spec_path = self.plan.state_dir / "runs" / f"{run_id}.json"
         write_spec(spec_path, spec)
         exitslot.reserve(exitslot.exit_slot(self.plan.state_dir, run_id))  # room for the exit on a full disk
         launch_supervisor(spec_path)
         return run_id
+
+    def _start_on_node(self, step: Step, spec: ActionSpec) -> int:
+        """Submit the run's supervisor as a Ray job on `step.node` (docs/cluster.md): no journal there (its
+        events come back in the job's log) and it logs into the job's log; the console copies it to `spec.log`."""
+        from eagle_console.cluster.jobs import submit_run
+        from eagle_console.engine.spec import spec_data
+
+        assert self.plan.cluster is not None and step.node  # the loader refuses `node` without [cluster]
+        from eagle_console.cluster.connect import unknown_nodes
+
+        try:
+            missing = unknown_nodes(self.plan.cluster.address, [step.node])
+        except Exception as exc:  # noqa: BLE001 - unreachable: said as the run's failure below
+            missing, why = [step.node], str(exc)
+        else:
+            why = f"no live raylet has the resource eagle-node:{step.node}"
+        if missing:
+            self.journal.end_run(spec.run_id, step.id, exit_code=None, outcome="failed",
+                                 reason=f"node {step.node}: {why}", step_status="failed")
+            raise Refused(f"step {step.id} cannot run on node {step.node}: {why}")
+        remote = spec_data(spec)
+        remote.update(journal="", log="-")
+        self.journal.append(EventKind.RUN_PROC, step.id, spec.run_id, None, node=step.node)
+        try:
+            job_id = submit_run(self.plan.cluster.address, step.node, spec.run_id, step.id, remote)
+        except Exception as exc:  # the cluster unreachable, no such node: the run failed to start, said why
+            self.journal.end_run(spec.run_id, step.id, exit_code=None, outcome="failed",
+                                 reason=f"could not submit its Ray job to node {step.node}: {exc}",
+                                 step_status="failed")
+            raise Refused(f"step {step.id}: could not submit its Ray job to node {step.node}: {exc}") from None
+        self.journal.record_proc(spec.run_id, step.id, job_id=job_id)
+        return spec.run_id
 
     def _default_ready(self, step: Step) -> Ready | None:
         """A service built-in's own readiness (sglang.server: its /health), for a step without `ready`."""

@@ -97,7 +97,7 @@ class RollbackSpec:
 
 def write_spec(path: Path, spec: ActionSpec | RollbackSpec) -> None:
     private_dirs(path.parent)
-    data = {"type": type(spec).__name__, **asdict(spec)}
+    data = spec_data(spec)
     tmp = path.with_name(path.name + ".tmp")
     tmp.unlink(missing_ok=True)  # a leftover would keep its old mode
     write_private(tmp, json.dumps(data))
@@ -105,7 +105,14 @@ def write_spec(path: Path, spec: ActionSpec | RollbackSpec) -> None:
 
 
 def read_spec(path: Path) -> ActionSpec | RollbackSpec:
-    data = json.loads(Path(path).read_text())
+    return spec_from_data(json.loads(Path(path).read_text()))
+
+
+def spec_data(spec: ActionSpec | RollbackSpec) -> dict[str, Any]:
+    return {"type": type(spec).__name__, **asdict(spec)}
+
+
+def spec_from_data(data: dict[str, Any]) -> ActionSpec | RollbackSpec:
     kind = data.pop("type")
     if kind == "ActionSpec":
         ready = data.pop("ready")

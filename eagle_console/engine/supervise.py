@@ -185,9 +185,23 @@ def keep_exit(journal: Journal, run_id: int, step_id: str, **end: Any) -> bool:
             continue
 
 
+def open_journal(spec: ActionSpec | RollbackSpec) -> Journal:
+    """The plan's journal; none for a Ray job's supervisor (spec.journal ""): it reports on its output."""
+    if not spec.journal:
+        from eagle_console.cluster.job_events import JobEvents
+
+        return JobEvents()  # type: ignore[return-value]
+    return Journal(Path(spec.journal))
+
+
+def job_log() -> str:
+    """A Ray job's supervisor logs into its own stdout, the job's log file (a regular file Ray opened)."""
+    return os.path.realpath("/proc/self/fd/1")
+
+
 def run_action(spec: ActionSpec) -> int:
-    journal = Journal(Path(spec.journal))
-    log = Path(spec.log)
+    journal = open_journal(spec)
+    log = Path(job_log() if spec.log == "-" else spec.log)
     sup = Supervisor(journal, log)
     me = os.getpid()
     journal.record_proc(spec.run_id, spec.step_id, supervisor_pid=me, supervisor_ctime=create_time(me))
@@ -370,6 +384,11 @@ def _stop_run(journal: Journal, sup: Supervisor, step_id: str, stop: dict, grace
     """Stop a run before its undo: its whole session (only the processes that are the run's own: the
     recorded leader's start time tells a reused sid apart), then wait for its supervisor, if alive, to
     record the end, so nothing of the run goes on while the undo runs."""
+    if stop.get("job_id"):  # a run on a cluster node: Ray stops its job there (SIGTERM, then SIGKILL)
+        from eagle_console.cluster.jobs import stop_job_run
+
+        sup.note(f"{step_id}: {stop_job_run(journal, stop, grace_s)}")
+        return
     sid = stop.get("sid")
     if sid:
         pids = stop_session(int(sid), stop.get("pgid"), grace_s, leader_ctime=stop.get("pid_ctime"))
@@ -392,7 +411,13 @@ def main(argv: list[str]) -> int:
     if "--detach" in argv:
         os.setsid()
     forget_own_entry()  # what we start gets the operator's PYTHONPATH (child_env adds ours where needed)
-    spec = read_spec(Path(argv[0]))
+    if argv[0] == "--spec-b64":  # a Ray job's entrypoint: the spec travels in the command line
+        from eagle_console.cluster.job_events import decode_spec
+        from eagle_console.engine.spec import spec_from_data
+
+        spec = spec_from_data(decode_spec(argv[1]))
+    else:
+        spec = read_spec(Path(argv[0]))
     try:
         if isinstance(spec, ActionSpec):
             return run_action(spec)
@@ -402,7 +427,7 @@ def main(argv: list[str]) -> int:
 
         traceback.print_exc()
         reason = f"supervisor error: {type(exc).__name__}: {exc}"
-        journal = Journal(Path(spec.journal))
+        journal = open_journal(spec)
         if isinstance(spec, ActionSpec):
             journal.end_run(spec.run_id, spec.step_id, exit_code=None, outcome="failed", reason=reason,
                             step_status="failed")

@@ -77,6 +77,8 @@ class Run:
     exit_code: int | None = None
     outcome: str | None = None  # completed | failed | lost | timeout | stopped
     reason: str | None = None
+    node: str | None = None  # a cluster run (issue #20): the node its Ray job runs on, and the job
+    job_id: str | None = None
 
     @property
     def finished(self) -> bool:

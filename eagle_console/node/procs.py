@@ -372,7 +372,7 @@ def tracked_runs(journal: Journal) -> list[TrackedRun]:
     ended = _ENDED_RUNS.setdefault(journal, {})
     out: list[TrackedRun] = []
     for run in journal.runs():
-        if not run.sid or not run.pid:
+        if not run.sid or not run.pid or run.node:  # a run on another node: its pids are that node's
             continue
         if run.ended is not None:
             known = ended.get(run.id)

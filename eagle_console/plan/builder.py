@@ -12,12 +12,24 @@ from eagle_console.plan.export import TODO_LABEL_FIELDS, label_fields
 from eagle_console.plan.hazards import document_hazards
 from eagle_console.plan.interpolate import resolve_vars
 from eagle_console.plan.issues import PlanIssue
-from eagle_console.plan.model import Phase, Plan, Step
+from eagle_console.plan.model import Cluster, Phase, Plan, Step
 from eagle_console.plan.reader import _type_name, id_problem
 from eagle_console.plan.safe_text import first_control
 from eagle_console.plan.tomlpos import Path_
 
-TOP_KEYS = ("plan", "vars", "env", "phase")
+# `[cluster] address`: what ray.init accepts (docs/cluster.md); checked here without importing Ray.
+CLUSTER_ADDRESS = re.compile(r"auto|ray://[A-Za-z0-9.\-\[\]:]+:\d+|[A-Za-z0-9.\-\[\]:]+:\d+")
+
+
+def address_problem(address: str) -> str | None:
+    if CLUSTER_ADDRESS.fullmatch(address):
+        return None
+    return (f'bad [cluster] address {address!r}: write "auto", "ray://HOST:10001" (Ray Client) '
+            'or "HOST:6379" (the head\'s GCS)')
+
+
+TOP_KEYS = ("plan", "vars", "env", "phase", "cluster")
+CLUSTER_KEYS = ("address",)
 PLAN_KEYS = ("id", "title", "node", "description", "todo_label", "baseline", "state_dir")
 PHASE_KEYS = ("id", "title", "priority", "needs", "description", "step")
 
@@ -55,14 +67,39 @@ class Builder(PlanChecks):
         plan_state = self.local_path(head, "state_dir", p)
         env = self.build_env(doc.get("env"), ("env",)) if "env" in doc else {}
 
+        cluster = self.build_cluster(doc)
         phases = self.build_phases(doc, env)
+        if phases is not None and cluster is None:
+            self.check_nodes_need_cluster(doc)
         if self.errors or plan_id is None or title is None or phases is None:
             return None
         resolved_state = (Path(os.path.abspath(state_dir)) if state_dir else
                           plan_state or self.folder / ".eagle-console" / plan_id)
         return Plan(id=plan_id, title=title, path=self.path, state_dir=resolved_state, phases=phases,
                     node=node, description=description, todo_label=todo_label or "{title}",
-                    baseline=baseline, vars=dict(self.vars), env=env)
+                    baseline=baseline, vars=dict(self.vars), env=env, cluster=cluster)
+
+    def build_cluster(self, doc: dict[str, Any]) -> Cluster | None:
+        table = self.table(doc, "cluster", ())
+        if table is None:
+            return None
+        p: Path_ = ("cluster",)
+        self.check_keys(table, CLUSTER_KEYS, p, "[cluster]")
+        address = self.text(table, "address", p, required=True, what="[cluster]")
+        if address is None:
+            return None
+        if problem := address_problem(address):
+            self.error((*p, "address"), problem)
+            return None
+        return Cluster(address=address)
+
+    def check_nodes_need_cluster(self, doc: dict[str, Any]) -> None:
+        """A step's `node` names a Ray node: without [cluster] there is no cluster to find it in."""
+        for pi, ph in enumerate(doc.get("phase", [])):
+            for si, st in enumerate(ph.get("step", []) if isinstance(ph.get("step"), list) else []):
+                if isinstance(st, dict) and "node" in st:
+                    self.error(("phase", pi, "step", si, "node"),
+                               'node names a cluster node: add [cluster] address = "auto" (docs/cluster.md)')
 
     def check_label(self, label: str, path: Path_) -> None:
         try:

@@ -72,10 +72,17 @@ class Step(NamedTuple):
     watch_extraction: ExtractionWatch | None = None
     confirm: bool = False
     line: int | None = None  # where the step's table starts in the file
+    node: str | None = None  # a cluster node's name (`eagle-node:NAME`): the step runs there as a Ray job
 
     @property
     def uses(self) -> str | None:
         return self.action.uses if self.action and self.action.kind == "builtin" else None
+
+
+class Cluster(NamedTuple):
+    """`[cluster]`: the Ray cluster whose nodes steps name (docs/cluster.md)."""
+
+    address: str  # "auto" | "ray://host:10001" | "host:6379"
 
 
 class Phase(NamedTuple):
@@ -100,6 +107,7 @@ class Plan(NamedTuple):
     baseline: Mapping[str, float] = EMPTY
     vars: Mapping[str, Any] = EMPTY
     env: Mapping[str, str] = EMPTY
+    cluster: Cluster | None = None
 
     @property
     def folder(self) -> Path:

@@ -15,11 +15,12 @@ if TYPE_CHECKING:
     from eagle_console.engine.builtins.base import Builtin
 
 STEP_KEYS = ("id", "title", "priority", "description", "needs", "run", "uses", "with", "cwd", "env",
-             "timeout", "service", "ready", "check", "rollback", "log", "watch", "confirm")
+             "timeout", "service", "ready", "check", "rollback", "log", "watch", "confirm", "node")
 ACTION_KEYS = ("uses", "with")
 READY_KEYS = ("http", "log", "timeout")
 WATCH_KEYS = ("extraction",)
 EXTRACTION_KEYS = ("log", "output", "pattern", "total")
+NODE_NAME = re.compile(r"[A-Za-z0-9._-]+")
 
 
 def builtin_traits(uses: str | None) -> type[Builtin] | None:
@@ -76,6 +77,11 @@ class StepReader(Reader):
         check = self.build_aux_action(st, "check", sp)
         rollback = self.build_aux_action(st, "rollback", sp)
         watch = self.build_watch(st, sp)
+        node = self.text(st, "node", sp)
+        if node is not None and not NODE_NAME.fullmatch(node):
+            self.error((*sp, "node"), f"bad node name {_show(node)}: letters, digits, '.', '_' and '-' "
+                                      "(the raylet's resource is eagle-node:NAME)")
+            node = None
         step = Step(
             id=sid or "?", title=title or "", phase_id=phase_id, priority=priority,  # type: ignore[arg-type]
             description=description, needs=needs, action=action,
@@ -83,7 +89,7 @@ class StepReader(Reader):
             timeout_s=self.duration(st, "timeout", sp), service=bool(service), ready=ready,
             check=check, rollback=rollback, log=self.local_path(st, "log", sp), watch_extraction=watch,
             confirm=confirm if confirm is not None else bool(traits and traits.confirm),
-            line=self.pos.key(sp)[0],
+            line=self.pos.key(sp)[0], node=node,
         )
         return step if sid is not None and title is not None else None
 

@@ -8,9 +8,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from eagle_console import httpnet
+from eagle_console._httpx import httpx
 
 
 class ServerError(Exception):

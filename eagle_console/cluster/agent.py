@@ -1,0 +1,93 @@
+"""NodeAgent: one small Ray actor per node that reads and kills on that node, returning plain dicts.
+
+It runs inside a Ray worker on its node, whose environment is the raylet's: EAGLE_CONSOLE_SIM set for
+`ray start` there names that node's simulated GPUs (unset: NVML). It does what the console does locally
+(node.gpus sample, node.procs scan, ops.orphans choose/kill with node.kill's protections), so a remote
+kill refuses exactly what a local one would.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from eagle_console.cluster import NAMESPACE, pin
+
+AGENT_PREFIX = "eagle-node-agent:"
+
+
+class NodeAgent:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def _sim(self) -> Path | None:
+        value = os.environ.get("EAGLE_CONSOLE_SIM")
+        return Path(value) if value else None
+
+    def ping(self) -> dict[str, Any]:
+        return {"name": self.name, "pid": os.getpid(), "host": socket.gethostname(),
+                "sim": os.environ.get("EAGLE_CONSOLE_SIM")}
+
+    def read(self, tracked: list | None = None) -> dict[str, Any]:
+        """The node's `gpus --json` document (cli.md) with its holders, taken now."""
+        from eagle_console.node.gpus import open_backend
+        from eagle_console.node.procs import gpus_document, scan_node
+
+        backend = open_backend(self._sim())
+        try:
+            sample = backend.sample()
+            scan = scan_node(sample, tracked or [], device_prefix=backend.device_prefix)
+        finally:
+            backend.close()
+        doc = gpus_document(sample, scan.holders, scan.pid_namespace)
+        doc["holders"] = [h.to_dict() for h in scan.holders]
+        doc["sampled_at"] = time.time()
+        return doc
+
+    def kill(self, scope: str, match: list[str], grace: float, tracked: list | None = None,
+             pids: list[int] | None = None, include_tracked: bool = False, who: str = "") -> dict[str, Any]:
+        """Scan, choose (`pids` narrows it to what the operator ticked) and kill here; the record as a dict
+        (the console journals it: the journal is one file on the console's machine)."""
+        from eagle_console.node.gpus import open_backend
+        from eagle_console.node.kill import protection, refusal
+        from eagle_console.node.procs import scan_holders
+        from eagle_console.ops import orphans
+
+        backend = open_backend(self._sim())
+        try:  # ops.orphans.scan, with the console's runs on this node as the tracked ones
+            sample = backend.sample()
+            holders = scan_holders(sample, tracked or [], device_prefix=backend.device_prefix)
+            protected = protection(frozenset())
+            refused = {h.pid: why for h in holders if (why := refusal(h, (), protected))}
+        except BaseException:
+            backend.close()
+            raise
+        found = orphans.HolderScan(holders, refused, sample.backend, sample.error, backend)
+        with found:
+            targets = orphans.choose(found, scope, match)
+            if pids is not None:
+                targets = [h for h in targets if h.pid in set(pids)]
+            if not include_tracked:
+                targets = [h for h in targets if h.cls != "tracked"]
+            holders = [h.to_dict() for h in found.holders]
+            record = orphans.kill(found, targets, grace=grace, scope=scope, face="cli", journal=None)
+        data = record._asdict()
+        data["holders"] = holders
+        data["refused_scan"] = {str(k): v for k, v in refused.items()}
+        return data
+
+
+def agent(name: str) -> Any:
+    """The handle of node `name`'s agent, started there on first use (detached: it outlives this console,
+    so the next console finds it warm; it dies with its node)."""
+    import ray
+
+    from eagle_console import __version__
+
+    actor = ray.remote(num_cpus=0, max_restarts=0)(NodeAgent)
+    # the version in the name: an agent left by an older eagle-console is not asked to run newer code
+    return actor.options(name=f"{AGENT_PREFIX}{name}@{__version__}", namespace=NAMESPACE, lifetime="detached",
+                         get_if_exists=True, resources=pin(name)).remote(name)

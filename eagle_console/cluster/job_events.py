@@ -1,0 +1,82 @@
+"""The supervisor of a Ray job tells the console what happened through its own output (no Ray import).
+
+On another machine the journal (one SQLite file on the console's machine) cannot be written, so the
+supervisor of a step with `node` runs with `JobEvents` in place of the journal: each event is one line
+`::eagle-console-event {json}` in the job's log, which the console reads back through Ray's job logs
+API and journals (eagle_console.cluster.jobs). The action's output goes to the same log.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from typing import Any
+
+EVENT_PREFIX = "::eagle-console-event "
+# The pids the console may journal for a node's run: the action's, never the supervisor's (a local
+# liveness check of a remote pid would be wrong), and only for `tracked` classification on that node.
+PROC_KEYS = ("pid", "pid_ctime", "pgid", "sid")
+
+
+class JobEvents:
+    """The subset of Journal a supervisor writes, as lines on stdout (the job's log)."""
+
+    path = None
+
+    def _emit(self, kind: str, **data: Any) -> None:
+        print(EVENT_PREFIX + json.dumps({"kind": kind, **data}, default=str), flush=True)
+
+    def record_proc(self, run_id: int, step_id: str, **proc: Any) -> int:
+        keep = {k: v for k, v in proc.items() if k in PROC_KEYS}
+        if keep:
+            self._emit("proc", **keep)
+        return 0
+
+    def run_label(self, run_id: int) -> str:
+        return f"run id {run_id}"  # the per-step number is the console's to count (its journal)
+
+    def record_result(self, step_id: str, run_id: int, name: str, value: float | str) -> None:
+        self._emit("result", name=name, value=value)
+
+    def record_ready(self, run_id: int, step_id: str) -> None:
+        self._emit("ready")
+
+    def end_run(self, run_id: int, step_id: str, *, exit_code: int | None, outcome: str,
+                reason: str | None = None, step_status: str | None = None) -> bool:
+        self._emit("exit", exit_code=exit_code, outcome=outcome, reason=reason, step_status=step_status)
+        return True
+
+    def append(self, kind: str, step_id: str | None, run_id: int | None, who: str | None, **data: Any) -> int:
+        self._emit("append", event=str(kind), data=data)
+        return 0
+
+    def events(self, *_args: Any, **_kw: Any) -> list:
+        return []  # a rollback's stop request is the job's stop (SIGTERM), not a journal event
+
+    def close(self) -> None:
+        sys.stdout.flush()
+
+
+def split_log(text: str) -> tuple[list[str], list[dict[str, Any]]]:
+    """A job log → (the step log's lines, the supervisor's events in order)."""
+    lines: list[str] = []
+    events: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        if line.startswith(EVENT_PREFIX):
+            try:
+                events.append(json.loads(line[len(EVENT_PREFIX):]))
+                continue
+            except ValueError:
+                pass
+        lines.append(line)
+    return lines, events
+
+
+def encode_spec(data: dict[str, Any]) -> str:
+    """A spec for the command line of the job's entrypoint: the node may not share the console's disk."""
+    return base64.urlsafe_b64encode(json.dumps(data).encode()).decode()
+
+
+def decode_spec(text: str) -> dict[str, Any]:
+    return json.loads(base64.urlsafe_b64decode(text.encode()))

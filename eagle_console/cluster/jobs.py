@@ -1,0 +1,153 @@
+"""A step with `node` runs as a Ray job pinned to that node; the console journals what the job reports.
+
+The job's entrypoint is our own supervisor (`python -m eagle_console.engine.supervise --spec-b64 ...`)
+with the run's spec in its command line, so timeouts, the check and the exit are the supervisor's as on
+the console's machine. It writes no journal there (the journal is one SQLite file here): its events
+are lines of the job's log (cluster.job_events), which `sync_run` reads through the Jobs API, copies
+into the step log here and journals. A job that ended without an exit event lost its driver (`lost`);
+a running job whose node no longer answers is `lost` too (docs/cluster.md).
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from eagle_console.cluster import pin
+from eagle_console.cluster.job_events import encode_spec, split_log
+
+if TYPE_CHECKING:
+    from eagle_console.journal import Journal, Run
+
+NODE_ANSWER_S = 2.0
+
+
+@lru_cache(maxsize=4)
+def job_client(address: str) -> Any:
+    """The Jobs API client of the cluster at `address` (its dashboard's URL is looked up in the GCS)."""
+    from ray.job_submission import JobSubmissionClient
+
+    from eagle_console.cluster.connect import connect
+
+    connect(address)
+    return JobSubmissionClient(address)  # "auto" / "host:6379": the dashboard URL is looked up in the GCS
+
+
+def submit_run(address: str, node: str, run_id: int, step_id: str, spec: dict[str, Any]) -> str:
+    """Submit the run's supervisor as a job pinned to `node`; returns the job id."""
+    entry = (f"{shlex.quote(sys.executable)} -m eagle_console.engine.supervise --spec-b64 "
+             f"{encode_spec(spec)}")
+    client = job_client(address)
+    return client.submit_job(entrypoint=entry, entrypoint_resources=pin(node), entrypoint_num_cpus=0,
+                             metadata={"eagle_console_run": str(run_id), "step": step_id, "node": node})
+
+
+def _node_gone(address: str, node: str) -> str | None:
+    """Why `node` is gone (the GCS says dead, its agent died), or None; a slow answer is not gone."""
+    import ray
+    from ray.exceptions import GetTimeoutError, RayActorError
+
+    from eagle_console.cluster.agent import agent
+    from eagle_console.cluster.connect import cluster_nodes
+
+    if not any(n.name == node and n.alive for n in cluster_nodes(address)):
+        return f"node {node} is dead in the cluster's node table"
+    try:
+        ray.get(agent(node).ping.remote(), timeout=NODE_ANSWER_S)
+    except GetTimeoutError:
+        return None
+    except RayActorError as exc:
+        return f"node {node}'s agent died ({type(exc).__name__}): its raylet is gone"
+    return None
+
+
+def _copy_log(run: Run, lines: list[str]) -> None:
+    if not run.log:
+        return
+    from eagle_console.statedir import private_dirs, write_private
+
+    path = Path(run.log)
+    private_dirs(path.parent)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.unlink(missing_ok=True)
+    write_private(tmp, "".join(line + "\n" for line in lines))
+    tmp.replace(path)
+
+
+def sync_run(journal: Journal, run: Run, address: str, check_node: bool = True) -> bool:
+    """Bring `run` up to date from its job: log, pids, readiness, and its end. True if it ended now."""
+    from ray.job_submission import JobStatus
+
+    client = job_client(address)
+    info = client.get_job_info(run.job_id)
+    try:  # served by the node's own agent: gone with its raylet, when the node matters most
+        lines, events = split_log(client.get_job_logs(run.job_id))
+        _copy_log(run, lines)
+    except Exception:  # noqa: BLE001 - the log stays as last copied; the job's status still judges
+        lines, events = [], []
+    for e in events:
+        if e["kind"] == "proc" and run.pid is None:
+            journal.record_proc(run.id, run.step_id, **{k: v for k, v in e.items() if k != "kind"})
+        elif e["kind"] == "ready" and run.ready_at is None:
+            journal.record_ready(run.id, run.step_id)
+    ends = [e for e in events if e["kind"] == "exit"]
+    if info.status in (JobStatus.PENDING, JobStatus.RUNNING) and not ends:
+        gone = _node_gone(address, run.node or "") if check_node and info.status == JobStatus.RUNNING else None
+        if gone:
+            reason = f"lost: {gone}"
+            return journal.end_run(run.id, run.step_id, exit_code=None, outcome="lost", reason=reason,
+                                   step_status="failed" if run.kind == "action" else None)
+        return False
+    if not ends and info.status in (JobStatus.PENDING, JobStatus.RUNNING):
+        return False
+    if ends:
+        for e in events:  # recorded once, with the end: the end is the claim (end_run returns False twice)
+            if e["kind"] == "result":
+                journal.record_result(run.step_id, run.id, e["name"], e["value"])
+        end = ends[-1]
+        return journal.end_run(run.id, run.step_id, exit_code=end["exit_code"], outcome=end["outcome"],
+                               reason=end["reason"], step_status=end["step_status"])
+    if info.status == JobStatus.STOPPED:
+        return journal.end_run(run.id, run.step_id, exit_code=None, outcome="stopped",
+                               reason="its Ray job was stopped", step_status=None)
+    reason = f"lost: its Ray job {run.job_id} ended {info.status} without an exit ({info.message or 'no message'})"
+    return journal.end_run(run.id, run.step_id, exit_code=None, outcome="lost", reason=reason,
+                           step_status="failed" if run.kind == "action" else None)
+
+
+def reconcile_node_runs(journal: Journal, runs: list[Run], address: str) -> list[Run]:
+    """`Engine.reconcile` for the runs on cluster nodes; the ones found lost are returned."""
+    lost = []
+    for run in runs:
+        try:
+            if sync_run(journal, run, address):
+                ended = journal.run(run.id)
+                if ended is not None and ended.outcome == "lost":
+                    lost.append(ended)
+        except Exception as exc:  # noqa: BLE001 - the cluster unreachable: the run is not judged now
+            print(f"eagle-console: cannot read run {run.id}'s Ray job {run.job_id}: {exc}", file=sys.stderr)
+    return lost
+
+
+def stop_job_run(journal: Journal, stop: dict[str, Any], grace_s: float) -> str:
+    """Rollback: stop the run's job (Ray: SIGTERM to the supervisor, which stops the action's session) and
+    wait until it ended; then journal its end. Returns what happened, for the rollback log."""
+    client = job_client(stop["address"])
+    job_id = stop["job_id"]
+    try:
+        client.stop_job(job_id)
+    except Exception as exc:  # noqa: BLE001 - a job already gone cannot be stopped: say so, go on
+        return f"could not stop Ray job {job_id}: {exc}"
+    deadline = time.monotonic() + grace_s + 30.0
+    while not client.get_job_status(job_id).is_terminal():
+        if time.monotonic() > deadline:
+            return f"Ray job {job_id} did not stop within {grace_s + 30.0:g}s"
+        time.sleep(0.2)
+    run = journal.run(int(stop["run_id"]))
+    if run is not None and not run.finished:
+        sync_run(journal, run, stop["address"], check_node=False)
+    return f"stopped Ray job {job_id} on node {stop.get('node')} ({client.get_job_status(job_id)})"

@@ -1,0 +1,104 @@
+"""Every cluster node's GPUs, holders and orphan kill, for both faces (no Ray import until asked).
+
+A node's reading comes from its NodeAgent (eagle_console.cluster.agent); a node that does not answer
+within READ_TIMEOUT_S is `reachable: false` with the last reading this process got from it (its age
+says how old), never an empty list of GPUs.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from eagle_console.journal import Journal
+
+READ_TIMEOUT_S = 2.0
+_last: dict[str, dict[str, Any]] = {}  # node name -> its last reading in this process
+
+
+def tracked_on(journal: Journal | None, node: str) -> list:
+    """The journal's runs on `node` that have a session there (their pids are that node's)."""
+    from eagle_console.node.procs import TrackedRun
+
+    if journal is None:
+        return []
+    return [TrackedRun(step_id=r.step_id, run_id=r.id, sid=r.sid, main_pid=r.pid, main_alive=r.ended is None,
+                       main_ctime=r.pid_ctime, ended=r.ended)
+            for r in journal.runs() if r.node == node and r.sid and r.pid]
+
+
+def read_nodes(address: str, journal: Journal | None = None,
+               timeout: float = READ_TIMEOUT_S) -> list[dict[str, Any]]:
+    """One entry per node: name, address, reachable, reading_age_s, gpus, holders, error."""
+    import ray
+
+    from eagle_console.cluster.agent import agent
+    from eagle_console.cluster.connect import cluster_nodes
+
+    nodes = cluster_nodes(address)
+    pending: dict[Any, str] = {}
+    errors: dict[str, str] = {}
+    for n in nodes:
+        if not n.alive:
+            errors[n.name] = "the node is dead (the cluster's health check)"
+            continue
+        try:
+            pending[agent(n.name).read.remote(tracked_on(journal, n.name))] = n.name
+        except Exception as exc:  # noqa: BLE001 - one node's failure is that node's entry
+            errors[n.name] = f"{type(exc).__name__}: {exc}"
+    ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=timeout) if pending else ([], [])
+    for ref in ready:
+        try:
+            _last[pending[ref]] = ray.get(ref, timeout=0)
+        except Exception as exc:  # noqa: BLE001 - ActorDiedError, a worker crash: the node is unreachable
+            errors[pending[ref]] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    for ref, name in pending.items():
+        if ref not in ready:
+            errors[name] = f"no answer within {timeout:g}s"
+            ray.cancel(ref, force=False)
+    now = time.time()
+    out = []
+    for n in nodes:
+        last = _last.get(n.name)
+        out.append({
+            "name": n.name, "address": n.address, "node_id": n.node_id, "reachable": n.name not in errors,
+            "error": errors.get(n.name),
+            "reading_age_s": round(now - last["sampled_at"], 1) if last else None,
+            "gpus": last["gpus"] if last else None,  # None: never read, not "0 GPUs"
+            "holders": last["holders"] if last else None,
+        })
+    return out
+
+
+def kill_on_nodes(address: str, *, scope: str, match: list[str], grace: float, journal: Journal | None,
+                  include_tracked: bool = False, pids: dict[str, list[int]] | None = None,
+                  who: str | None = None) -> dict[str, dict[str, Any]]:
+    """Kill on every reachable node (or only `pids[node]`), each by its agent; one KillRecord per node in
+    the journal (its data names the node)."""
+    import ray
+
+    from eagle_console.cluster.agent import agent
+    from eagle_console.cluster.connect import cluster_nodes
+    from eagle_console.journal.operator import current_operator
+    from eagle_console.ops.orphans import KILL_EVENT, KillRecord
+
+    refs = {}
+    for n in cluster_nodes(address):
+        if n.alive and (pids is None or n.name in pids):
+            refs[n.name] = agent(n.name).kill.remote(scope, match, grace, tracked_on(journal, n.name),
+                                                     None if pids is None else pids[n.name], include_tracked)
+    out: dict[str, dict[str, Any]] = {}
+    for name, ref in refs.items():
+        try:
+            data = ray.get(ref, timeout=grace + 60.0)
+        except Exception as exc:  # noqa: BLE001 - that node's kill failed: say so, go on with the others
+            out[name] = {"error": f"{type(exc).__name__}: {exc}"}
+            continue
+        record = KillRecord(who=who or current_operator(), scope=scope, face=data["face"], step_id=None,
+                            run_id=None, killed=data["killed"], survivors=data["survivors"], gone=data["gone"],
+                            refused=data["refused"], freed_mib=data["freed_mib"])
+        if journal is not None:
+            journal.append(KILL_EVENT, None, None, record.who, **record.data(), node=name)
+        out[name] = {**record._asdict(), "holders": data["holders"], "error": None}
+    return out

@@ -1,0 +1,139 @@
+"""Every node's GPUs and orphans through its NodeAgent, on a real local Ray cluster (tests/clusterkit.py)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import psutil
+from clusterkit import needs_ray
+
+from eagle_console.sim import gpustate, orphans
+
+pytestmark = needs_ray
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_each_agent_runs_on_its_node_with_that_nodes_sim(ray_cluster):
+    import ray
+
+    from eagle_console.cluster.agent import agent
+
+    pings = {n: ray.get(agent(n).ping.remote(), timeout=60) for n in ("a", "b")}
+    assert pings["a"]["sim"] == str(ray_cluster.nodes["a"].sim)  # the raylet's environment, inherited
+    assert pings["b"]["sim"] == str(ray_cluster.nodes["b"].sim)
+
+
+def test_read_nodes_gives_each_nodes_gpus_and_holders(ray_cluster):
+    from eagle_console.ops.nodes import read_nodes
+
+    nodes = {n["name"]: n for n in read_nodes(ray_cluster.address, timeout=30)}
+    assert set(nodes) == {"a", "b"}
+    assert all(n["reachable"] and n["error"] is None for n in nodes.values())
+    assert (len(nodes["a"]["gpus"]), len(nodes["b"]["gpus"])) == (2, 3)  # each from its own sim
+    assert nodes["a"]["reading_age_s"] < 5
+
+
+def test_orphans_on_both_nodes_are_listed_and_killed_there(ray_cluster, tmp_path):
+    from eagle_console.journal import Journal
+    from eagle_console.ops.nodes import kill_on_nodes, read_nodes
+
+    pids = {n: orphans.leave_orphans(ray_cluster.nodes[n].sim, count=1, mib=1000, gpus=[0]) for n in ("a", "b")}
+    try:
+        nodes = {n["name"]: n for n in read_nodes(ray_cluster.address, timeout=30)}
+        for name in ("a", "b"):
+            listed = {h["pid"]: h["class"] for h in nodes[name]["holders"]}
+            assert listed == {pids[name][0]: "orphan"}, nodes[name]["holders"]
+            assert nodes[name]["gpus"][0]["memory_used_mib"] >= 1000
+        journal = Journal(tmp_path / "journal.sqlite")
+        out = kill_on_nodes(ray_cluster.address, scope="orphans", match=[], grace=2.0, journal=journal)
+        for name in ("a", "b"):
+            assert out[name]["killed"] == pids[name] and not out[name]["survivors"], out[name]
+            assert out[name]["freed_mib"].get("0", 0) >= 1000
+            assert not _alive(pids[name][0])
+        kills = [e for e in journal.events() if e.kind == "kill"]
+        assert sorted(e.data["node"] for e in kills) == ["a", "b"]  # one KillRecord per node
+        after = {n["name"]: n for n in read_nodes(ray_cluster.address, timeout=30)}
+        assert all(after[n]["gpus"][0]["memory_used_mib"] < 1000 for n in ("a", "b"))
+    finally:
+        for pid in (p for ps in pids.values() for p in ps):
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_gpus_json_has_a_section_per_node(ray_cluster, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    sim = tmp_path / "local"
+    gpustate.create_node(sim, gpus=1)
+    out = subprocess.run([sys.executable, "-m", "eagle_console", "gpus", "--sim", str(sim), "--json",
+                          "--cluster", ray_cluster.address], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert len(doc["gpus"]) == 1  # this machine's, as without a cluster
+    nodes = {n["name"]: n for n in doc["nodes"]}
+    assert {k: len(v["gpus"]) for k, v in nodes.items()} == {"a": 2, "b": 3}
+    assert all(set(n) >= {"name", "address", "reachable", "reading_age_s", "gpus", "holders"} for n in doc["nodes"])
+
+
+def test_a_killed_raylet_reads_unreachable_within_5s_with_its_last_reading(ray_cluster, tmp_path):
+    """Its running step becomes `lost`; node b is started again for the tests after this one."""
+    from clusterkit import cli, cluster_plan
+
+    from eagle_console.ops.nodes import read_nodes
+
+    plan = cluster_plan(tmp_path, ray_cluster, '  [[phase.step]]\n  id = "0.1"\n  title = "t"\n  node = "b"\n'
+                                               '  run = "echo going; exec sleep 300"\n')
+    r = cli("run", plan, "0.1", "--yes")
+    assert r.returncode == 0, r.stderr
+    deadline = time.monotonic() + 60
+    while "going" not in cli("log", plan, "0.1").stdout:
+        assert time.monotonic() < deadline
+        time.sleep(0.3)
+    before = {n["name"]: n for n in read_nodes(ray_cluster.address, timeout=30)}
+    assert before["b"]["reachable"]
+    os.kill(ray_cluster.nodes["b"].raylet_pid(), signal.SIGKILL)
+    killed = time.monotonic()
+    try:
+        _judge_the_dead_node(ray_cluster, plan, before, killed)
+    finally:
+        ray_cluster.restart("b")
+
+
+def _judge_the_dead_node(ray_cluster, plan, before, killed) -> None:
+    from clusterkit import step_state
+
+    from eagle_console.ops.nodes import read_nodes
+
+    while True:
+        nodes = {n["name"]: n for n in read_nodes(ray_cluster.address, timeout=1.0)}
+        if not nodes["b"]["reachable"]:
+            break
+        assert time.monotonic() - killed < 5.0, nodes["b"]
+    assert time.monotonic() - killed < 5.0
+    assert len(nodes["b"]["gpus"]) == 3  # the last reading, not "0 GPUs"
+    assert nodes["b"]["error"] and nodes["b"]["reading_age_s"] is not None
+    assert nodes["a"]["reachable"]
+    deadline = time.monotonic() + 60
+    while (state := step_state(plan, "0.1"))[0] == "in_progress":
+        assert time.monotonic() < deadline, state
+        time.sleep(0.5)
+    assert state[0] == "failed"
+    from eagle_console.engine.runner import Engine
+    from eagle_console.journal import Journal
+    from eagle_console.plan.loader import load_plan
+
+    loaded = load_plan(plan)
+    journal = Journal.for_plan(loaded)
+    Engine(loaded, journal).reconcile()  # `status` reconciles in memory only: a writer journals it
+    run = journal.latest_run("0.1")
+    assert run.outcome == "lost" and "b" in run.reason, run
