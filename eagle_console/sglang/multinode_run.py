@@ -111,7 +111,7 @@ def run(launches: list[dict], artifacts: Path, grace_s: float, runner: NodeRunne
     dead, code = ended
     say(f"RANK_EXITED: rank {dead.rank} on node {dead.node} exited ({code}); stopping the other ranks — "
         "SGLang's rank 0 does not exit when another node's rank dies (sglang#3099)")
-    stop_all(runner, [r for r in ranks if r is not dead], grace_s)
+    stop_all(runner, ranks, grace_s)  # the dead rank's too: its schedulers outlive their launcher
     copy.pump()
     return 1
 

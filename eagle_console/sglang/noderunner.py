@@ -8,7 +8,8 @@ simulated node dir); the Ray runner of the `cluster` extra implements the same p
 Which runner a step uses: `EAGLE_CONSOLE_NODE_RUNNER=module:factory` (a callable returning a NodeRunner,
 e.g. the cluster extra's), else a `LocalRunner` configured by the JSON file `EAGLE_CONSOLE_NODES` names:
 `{"a": {"address": "127.0.0.1", "env": {"EAGLE_CONSOLE_SIM": "/x/a"}, "interfaces": ["eth0"]}, ...}`
-(`interfaces` left out: this machine's own).
+(`interfaces` left out: this machine's own; `root`: the folder the node's files are under, as a
+container's root fs, else /).
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ class LocalNode:
     address: str = "127.0.0.1"
     env: dict[str, str] = field(default_factory=dict)
     interfaces: list[str] | None = None  # None: this machine's
+    root: str | None = None  # the node's files are under this folder (a container's root fs); None: /
 
 
 def machine_interfaces() -> list[str]:
@@ -111,7 +113,8 @@ class LocalRunner:
             ifaces = spec.get("interfaces")
             nodes[str(name)] = LocalNode(address=str(spec.get("address", "127.0.0.1")),
                                          env={str(k): str(v) for k, v in (spec.get("env") or {}).items()},
-                                         interfaces=[str(i) for i in ifaces] if isinstance(ifaces, list) else None)
+                                         interfaces=[str(i) for i in ifaces] if isinstance(ifaces, list) else None,
+                                         root=str(spec["root"]) if spec.get("root") else None)
         return cls(nodes)
 
     def _node(self, node: str) -> LocalNode:
@@ -130,8 +133,8 @@ class LocalRunner:
         return list(n.interfaces) if n.interfaces is not None else machine_interfaces()
 
     def path_exists(self, node: str, path: str) -> bool:
-        self._node(node)
-        return os.path.exists(path)
+        root = self._node(node).root
+        return os.path.exists(os.path.join(root, path.lstrip("/")) if root else path)
 
     def node_env(self, node: str) -> dict[str, str]:
         return dict(self._node(node).env)
