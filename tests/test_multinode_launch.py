@@ -6,6 +6,7 @@ dies makes the watcher stop rank 0 (which would otherwise keep serving: sglang#3
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -65,6 +66,12 @@ def test_two_rank_launch_ready_then_rollback_frees_both_nodes(two_nodes):
     log = open(run.log).read()
     assert "--nnodes 2 --node-rank 1 --dist-init-addr 127.0.0.1:" in log
     assert "The server is fired up" in log  # rank 0's output is the step log
+
+    out = cli("nccl", "--service", str(path), "0.1", "--json")  # the ranks' logs of both nodes, merged
+    doc = json.loads(out.stdout)
+    assert doc["nnodes"] == 2 and doc["node_ranks"] == {"a": [0, 1], "b": [2, 3]}
+    assert doc["hosts"] == ["sim-a", "sim-b"] and doc["init_complete"] == 4
+    assert "NET_SOCKET_INTER_NODE" in [f["code"] for f in doc["findings"]]
 
     out = cli("rollback", str(path), "0.1", "--yes")
     assert out.returncode == 0, out.stdout + out.stderr
