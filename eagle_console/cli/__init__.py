@@ -48,6 +48,8 @@ environment:
   EAGLE_CONSOLE_GPU_BACKEND  force the GPU backend: nvml, sim or none
   EAGLE_CONSOLE_KILL_GRACE   SIGTERM-to-SIGKILL grace for kills, timeouts, rollbacks (default 10s)
   EAGLE_CONSOLE_DEBUG        1: show the traceback of an internal error
+  EAGLE_CONSOLE_NODES        JSON file of the nodes a multi-node sglang.server runs on this machine
+  EAGLE_CONSOLE_NODE_RUNNER  module:factory of the runner that reaches other nodes (the cluster extra)
   NO_COLOR                   set and not empty: no colour unless --color always
 
 Completion: eagle-console completion bash|zsh. Every --json document carries "schema": 1.

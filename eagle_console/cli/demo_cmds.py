@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 from pathlib import Path
 
@@ -18,6 +19,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-tui", action="store_true", help="build it and print how to use it, without the console")
     p.add_argument("--container", action="store_true",
                    help="the node's NVML reports host pids, as inside an LXC container")
+    p.add_argument("--nodes", type=int, default=1, metavar="N",
+                   help="N simulated nodes (2 or more: a local Ray cluster, one SGLang server across them; "
+                   "needs the cluster extra)")
     p.set_defaults(func=cmd_demo)
 
 
@@ -25,6 +29,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from eagle_console.demo.build import build_demo
 
     root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="eagle-console-demo-"))
+    if args.nodes != 1:
+        return cmd_demo_nodes(args, root)
     print(f"building the simulated node in {root} …", flush=True)
     plan = build_demo(root, container=args.container)
     sim = root / "sim"
@@ -63,3 +69,37 @@ def stop_demo(plan: Path, root: Path) -> int:
     except PlanError:
         pass
     return count + len(stop_leftovers(root))
+
+
+def cmd_demo_nodes(args: argparse.Namespace, root: Path) -> int:
+    """`demo --nodes N`: N sim nodes and their plan; the console runs on a local Ray cluster of them."""
+    from eagle_console.cli.common import CliError
+    from eagle_console.demo.multinode import build_nodes, cluster_starter, stop_node_leftovers
+
+    if args.container:
+        raise CliError("demo: --container and --nodes do not go together yet")
+    try:
+        print(f"building {args.nodes} simulated nodes in {root} …", flush=True)
+        plan = build_nodes(root, args.nodes)
+    except ValueError as exc:
+        raise CliError(f"demo: {exc}") from None
+    start = cluster_starter()
+    if start is None:
+        print(f"plan:  {plan}\nnodes: {root / 'nodes'} (described in {root / 'nodes.json'})")
+        print("the multi-node demo needs the cluster extra (eagle_console.cluster, Ray) to start a local Ray "
+              "head and one raylet per node: pip install 'eagle-console[cluster]'", file=sys.stderr)
+        return 0 if args.no_tui else 2
+    sims = {p.name: p for p in sorted((root / "nodes").iterdir())}
+    cluster = start(root=root, nodes=sims)
+    try:
+        if args.no_tui:
+            print(f"plan: {plan}\nnodes: {', '.join(sims)}; the local Ray cluster is stopped on exit")
+            return 0
+        from eagle_console.cli.tui_cmds import open_console
+
+        return open_console(plan, sim_dir=sims[next(iter(sims))])
+    finally:
+        cluster.stop()  # quitting the demo stops the Ray processes it started
+        stopped = stop_demo(plan, root) + len(stop_node_leftovers(root))
+        if stopped:
+            print(f"stopped the demo's {stopped} simulated processes; its files stay in {root}")

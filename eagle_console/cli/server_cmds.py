@@ -17,8 +17,12 @@ if TYPE_CHECKING:
 
 def register(sub: argparse._SubParsersAction) -> None:
     nccl = sub.add_parser("nccl", help="NCCL summary of logs (NCCL_DEBUG=INFO): ranks, transports, findings")
-    nccl.add_argument("logs", nargs="+", metavar="LOG", help="server logs and/or NCCL_DEBUG_FILE files, "
+    nccl.add_argument("logs", nargs="*", metavar="LOG", help="server logs and/or NCCL_DEBUG_FILE files, "
                       "all ranks' files together")
+    nccl.add_argument("--node", action="append", default=[], metavar="NAME=LOG",
+                      help="a log of node NAME (repeat per node): the nodes' logs are merged into one diagnosis")
+    nccl.add_argument("--service", nargs=2, metavar=("PLAN", "STEP"),
+                      help="the ranks' logs of a multi-node sglang.server step, merged")
     nccl.add_argument("--matrix", action="store_true", help="text form: also print the rank×rank matrix")
     add_json(nccl)
     nccl.set_defaults(func=cmd_nccl)
@@ -45,24 +49,68 @@ def cmd_nccl(args: argparse.Namespace) -> int:
     from eagle_console.parse.nccl import NcclParser
     from eagle_console.parse.nccl_matrix import format_matrix
 
-    paths = [_check_file(p) for p in args.logs]
-    parser = NcclParser()
-    for path in paths:
-        parser.feed(read_lines(path))
-    summary = parser.summary()
+    node_logs = _node_logs(args)
+    if node_logs:
+        from eagle_console.parse.nccl_merge import merge_nccl
+
+        paths = [_check_file(p) for p in args.logs]
+        if paths:
+            node_logs.append(("(unnamed)", [str(p) for p in paths]))
+        summary = merge_nccl([(node, (line for p in files for line in read_lines(Path(p))))
+                              for node, files in node_logs])
+        lines_seen = None
+    else:
+        if not args.logs:
+            raise CliError("nccl: give LOG files, --node NAME=LOG, or --service PLAN STEP")
+        paths = [_check_file(p) for p in args.logs]
+        parser = NcclParser()
+        for path in paths:
+            parser.feed(read_lines(path))
+        summary = parser.summary()
+        lines_seen = parser.nccl_lines_seen
     if args.json:
         print_json(summary)
     else:
-        _print_nccl(summary, parser.nccl_lines_seen)
+        _print_nccl(summary, lines_seen)
         if args.matrix:
             print("\n".join(format_matrix(summary)))
     return 1 if any(f["severity"] == "error" for f in summary["findings"]) else 0
 
 
-def _print_nccl(s: NcclSummary, nccl_lines: int) -> None:
+def _node_logs(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
+    """(node, its log files) from --node NAME=LOG and --service PLAN STEP, in the order given."""
+    out: dict[str, list[str]] = {}
+    for item in args.node:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise CliError(f"--node {item}: NAME=LOG expected")
+        out.setdefault(name, []).append(str(_check_file(path)))
+    if args.service:
+        from eagle_console.plan.loader import PlanError, load_plan
+        from eagle_console.sglang.multinode_run import load_ranks
+
+        plan_path, step = args.service
+        try:
+            plan = load_plan(Path(plan_path))
+        except PlanError as exc:
+            raise CliError(f"{plan_path}: {exc}") from None
+        ranks = load_ranks(plan.state_dir / "artifacts" / step)
+        if not ranks:
+            raise CliError(f"step {step}: no ranks recorded (not a multi-node sglang.server, or never run)")
+        for r in ranks:
+            out.setdefault(r.node, []).append(str(_check_file(r.log)))
+    return list(out.items())
+
+
+def _print_nccl(s: NcclSummary, nccl_lines: int | None) -> None:
     ranks = s["ranks"] if s["ranks"] is not None else "?"
+    seen = f" · {nccl_lines} NCCL lines" if nccl_lines is not None else ""
     print(f"NCCL {s['version'] or 'version unknown'} · {s['init_complete']}/{ranks} ranks initialised · "
-          f"hosts: {', '.join(s['hosts']) or '—'} · {nccl_lines} NCCL lines")
+          f"hosts: {', '.join(s['hosts']) or '—'}{seen}")
+    node_ranks = s.get("node_ranks")
+    if node_ranks:
+        print(f"nodes: {s.get('nnodes') or '?'} per NCCL · " + " · ".join(
+            f"{node}: ranks {', '.join(map(str, r)) or '—'}" for node, r in node_ranks.items()))
     t = s["transports"]
     print("connections: " + ", ".join(f"{k} {v}" for k, v in t.items()))
     for d in s["devices"]:

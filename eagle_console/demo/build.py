@@ -131,11 +131,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def stop_leftovers(root: Path) -> list[int]:
-    """Stop simulated processes of an earlier demo in this folder (holders registered in its sim)."""
+def stop_leftovers(root: Path, sim: Path | None = None) -> list[int]:
+    """Stop simulated processes of an earlier demo in this folder (holders registered in its sim, or `sim`)."""
     from eagle_console.sim import gpustate
 
-    sim = root / "sim"
+    sim = sim if sim is not None else root / "sim"
     pids = [h.pid for h in gpustate.holders(sim)] if (sim / "holders").is_dir() else []
     import psutil
 

@@ -153,6 +153,15 @@ class NcclParser:
     cpu: tuple[int, int] | None = None  # (arch, vendor) from the GRAPH topology dump
     _warn_count: int = 0
     _severe_warn: bool = False
+    node: str | None = None  # the node the lines being fed come from (set by the multi-node merge)
+    _host_node: dict[str, str] = field(default_factory=dict)  # host → the node whose log first named it
+
+    def _qualified(self, host: str) -> str:
+        """Two nodes' logs naming the same host (sim nodes, containers all called `localhost`) stay apart."""
+        if self.node is None:
+            return host
+        first = self._host_node.setdefault(host, self.node)
+        return host if first == self.node else f"{host}@{self.node}"
 
     def feed(self, lines: Iterable[str]) -> None:
         for line in lines:
@@ -172,7 +181,7 @@ class NcclParser:
                 self.framework_version = fv.group("v")
             return
         self.nccl_lines_seen += 1
-        host, msg = m.group("host"), m.group("msg").rstrip()
+        host, msg = self._qualified(m.group("host")), m.group("msg").rstrip()
         self.hosts.setdefault(host)
         if m.group("lvl") == "WARN":
             self._on_warn(m, msg)

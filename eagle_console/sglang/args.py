@@ -23,7 +23,8 @@ SPEC_GENERATED = {"--speculative-algorithm": ("--speculative-algorithm",),
                   "--speculative-draft-model-path": ("--speculative-draft-model-path", "--speculative-draft-model")}
 SPEC_FLAGS = (("num_steps", "--speculative-num-steps"), ("eagle_topk", "--speculative-eagle-topk"),
               ("num_draft_tokens", "--speculative-num-draft-tokens"))
-KNOWN_KEYS = {"model", "draft", "tp", "port", "host", "speculative", "args", "python"}
+LAUNCH_KEYS = {"model", "draft", "tp", "port", "host", "speculative", "args", "python"}
+KNOWN_KEYS = LAUNCH_KEYS | {"nodes", "dist_port"}  # the last two: multi-node only (sglang/multinode.py)
 
 
 class LaunchArgsError(ValueError):
@@ -95,9 +96,11 @@ def repeated_flag(extra: list[str], generated: dict[str, tuple[str, ...]]) -> st
 
 def build_launch_argv(args: dict[str, Any]) -> list[str]:
     """The launch command for a `sglang.server` `with` table; LaunchArgsError if a key is malformed."""
-    unknown = set(args) - KNOWN_KEYS
+    unknown = set(args) - LAUNCH_KEYS  # a multi-node table reaches here without `nodes` and `dist_port`
     if unknown:
-        raise LaunchArgsError(f"unknown keys: {', '.join(sorted(unknown))} (known: {', '.join(sorted(KNOWN_KEYS))})")
+        extra = " (`dist_port` goes with `nodes`)" if unknown == {"dist_port"} else ""
+        raise LaunchArgsError(f"unknown keys: {', '.join(sorted(unknown))} (known: {', '.join(sorted(KNOWN_KEYS))})"
+                              + extra)
     model = args.get("model")
     if not isinstance(model, str) or not model:
         raise LaunchArgsError("`model` (a model path or name) is required")

@@ -40,7 +40,20 @@ class ServerConfig:
     disable_cuda_graph: bool = False
     trust_remote_code: bool = False
     skip_server_warmup: bool = False
+    nnodes: int = 1
+    node_rank: int = 0
+    dist_init_addr: str | None = None
     ignored: list[str] = field(default_factory=list)
+
+    @property
+    def tp_per_node(self) -> int:
+        """engine.py `_launch_scheduler_processes`: each node runs tp_size / nnodes schedulers."""
+        return self.tp_size // self.nnodes
+
+    @property
+    def local_tp_ranks(self) -> range:
+        """The global TP ranks this node's schedulers take (node_rank's slice)."""
+        return range(self.tp_per_node * self.node_rank, self.tp_per_node * (self.node_rank + 1))
 
     @property
     def speculative(self) -> bool:
@@ -187,6 +200,9 @@ def parse_server_args(argv: list[str]) -> ServerConfig:
     ap.add_argument("--disable-cuda-graph", action="store_true")
     ap.add_argument("--trust-remote-code", action="store_true")
     ap.add_argument("--skip-server-warmup", action="store_true")
+    ap.add_argument("--nnodes", type=int, default=1)
+    ap.add_argument("--node-rank", type=int, default=0)
+    ap.add_argument("--dist-init-addr", "--nccl-init-addr")
     ignored = ap.add_argument_group("no effect in the sim")
     for flags, takes_value in NO_EFFECT:
         dest = "ignored_" + flags[0].lstrip("-").replace("-", "_")
@@ -202,6 +218,7 @@ def parse_server_args(argv: list[str]) -> ServerConfig:
         raise ValueError(f"unrecognized arguments: {' '.join(rest)}")
     if ns.tp_size < 1:
         raise ValueError(f"--tp-size must be >= 1, got {ns.tp_size}")
+    multinode_check(ns.nnodes, ns.node_rank, ns.dist_init_addr, ns.tp_size)
     if ns.speculative_algorithm and ns.speculative_num_steps is None and (
             ns.speculative_eagle_topk is not None or ns.speculative_num_draft_tokens is not None):
         # server_args.py: `assert self.speculative_eagle_topk is None and self.speculative_num_draft_tokens is None`
@@ -210,6 +227,23 @@ def parse_server_args(argv: list[str]) -> ServerConfig:
     values = {k: v for k, v in vars(ns).items() if v is not None and not k.startswith("ignored_")}
     given = [f for f in argv if f.startswith("--")]
     return ServerConfig(**values, ignored=[f for f in given if _is_ignored(ap, f)])
+
+
+def multinode_check(nnodes: int, node_rank: int, addr: str | None, tp_size: int) -> None:
+    if nnodes < 1 or not 0 <= node_rank < nnodes:
+        raise ValueError(f"--node-rank {node_rank} is not in 0..{nnodes - 1} (--nnodes {nnodes})")
+    if nnodes > 1 and not addr:
+        raise ValueError("--dist-init-addr is required with --nnodes > 1 (rank 0's HOST:PORT)")
+    if tp_size % nnodes:
+        raise ValueError(f"--tp-size {tp_size} does not divide over --nnodes {nnodes}")
+
+
+def split_addr(addr: str) -> tuple[str, int]:
+    """`HOST:PORT` or `[V6]:PORT` → (host, port); ValueError otherwise."""
+    host, sep, port = addr.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"--dist-init-addr {addr!r} is not HOST:PORT")
+    return host.strip("[]"), int(port)
 
 
 def _is_ignored(ap: argparse.ArgumentParser, flag: str) -> bool:

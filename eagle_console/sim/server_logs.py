@@ -10,6 +10,7 @@ nvmlDev numbers (`R[D]`), SHM channels without a connIndex (`Channel 00 : ... vi
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sys
@@ -95,8 +96,22 @@ def uvicorn_line(message: str) -> str:
 
 
 def host_name() -> str:
-    # NCCL: gethostname() cut at the first '.', '%' and '/' replaced by '-'
-    return socket.gethostname().split(".")[0].replace("%", "-").replace("/", "-") or "localhost"
+    # NCCL: gethostname() cut at the first '.', '%' and '/' replaced by '-'. A simulated node made with a
+    # host name (node.json "hostname", several sim nodes on one machine) goes by that one instead.
+    name = sim_host_name() or socket.gethostname()
+    return name.split(".")[0].replace("%", "-").replace("/", "-") or "localhost"
+
+
+def sim_host_name() -> str | None:
+    sim = os.environ.get("EAGLE_CONSOLE_SIM")
+    if not sim:
+        return None
+    try:
+        with open(os.path.join(sim, "node.json")) as f:
+            name = json.load(f).get("hostname")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return name if isinstance(name, str) and name else None
 
 
 def same_switch(a: int, b: int) -> bool:
@@ -117,9 +132,15 @@ def transport(src_dev: int, dst_dev: int, env: Mapping[str, str]) -> str:
 
 
 def nccl_lines(rank: int, nranks: int, devs: list[int], env: Mapping[str, str], comm: str,
-               comm_id: str) -> list[str]:
-    """What one rank's NCCL prints at NCCL_DEBUG=INFO while initialising an nranks communicator."""
-    dev = devs[rank]
+               comm_id: str, nnodes: int = 1) -> list[str]:
+    """What one rank's NCCL prints at NCCL_DEBUG=INFO while initialising an nranks communicator.
+
+    `devs`: the GPU of each local rank on this node; with `nnodes` > 1 the ranks are split evenly over the
+    nodes (rank // local ranks is the node) and a ring edge between two nodes goes over NET/Socket, logged
+    `[send]` by its sender and `[receive]` by its receiver, as net.cc prints them."""
+    local = nranks // nnodes
+    dev = devs[rank % local]
+    node = rank // local
     head = f"{host_name()}:{os.getpid()}:{os.getpid()} [{dev}] NCCL INFO "
     bus = BUS_IDS[dev % len(BUS_IDS)]
     out = [
@@ -133,7 +154,7 @@ def nccl_lines(rank: int, nranks: int, devs: list[int], env: Mapping[str, str], 
         "NET/Plugin: Could not find: libnccl-net.so",
         "NET/IB : No device found.",
         "Failed to initialize NET plugin IB",
-        "NET/Socket : Using [0]eth0:10.20.0.11<0>",
+        f"NET/Socket : Using [0]eth0:10.20.0.{11 + node}<0>",
         "Initialized NET plugin Socket",
         "Assigned NET plugin Socket to comm",
         "Using network Socket",
@@ -141,7 +162,8 @@ def nccl_lines(rank: int, nranks: int, devs: list[int], env: Mapping[str, str], 
         f"busId {bus} commId {comm_id} - Init START",
     ]
     nxt, prv = (rank + 1) % nranks, (rank - 1) % nranks
-    out.append(f"comm {comm} rank {rank} nRanks {nranks} nNodes 1 localRanks {nranks} localRank {rank} MNNVL 0")
+    out.append(f"comm {comm} rank {rank} nRanks {nranks} nNodes {nnodes} localRanks {local} localRank {rank % local} "
+               "MNNVL 0")
     nchannels = 2
     if rank == 0:
         ring = " ".join(str(r) for r in range(nranks))
@@ -152,9 +174,12 @@ def nccl_lines(rank: int, nranks: int, devs: list[int], env: Mapping[str, str], 
     out.append("Trees " + " ".join(f"[{c}] {tree_down}/-1/-1->{rank}->{tree_up}" for c in range(nchannels)))
     out.append("P2P Chunksize set to 131072")
     if nranks > 1:
+        nxt_dev, prv_dev = devs[nxt % local], devs[prv % local]
         for c in range(nchannels):
-            kind = transport(dev, devs[nxt], env)
-            conn = f"{rank}[{dev}] -> {nxt}[{devs[nxt]}]"
+            if prv // local != node:  # the ring enters this node here: the receiving end logs it too
+                out.append(f"Channel {c:02d}/0 : {prv}[{prv_dev}] -> {rank}[{dev}] [receive] via NET/Socket/0")
+            kind = transport(dev, nxt_dev, env) if nxt // local == node else "NET/Socket/0"
+            conn = f"{rank}[{dev}] -> {nxt}[{nxt_dev}]"
             if kind.startswith("SHM"):
                 out.append(f"Channel {c:02d} : {conn} via {kind}")
             elif kind.startswith("NET"):

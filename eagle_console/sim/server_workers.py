@@ -97,12 +97,12 @@ def run_scheduler(cfg: ServerConfig, tp_rank: int, ready_fd: int, comm: str, com
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the launcher, which stops us
     sim = os.environ.get("EAGLE_CONSOLE_SIM")
     sim_dir = Path(sim) if sim else None
-    devs = visible_devices(cfg.tp_size)
-    if len(devs) < cfg.tp_size:
+    devs = visible_devices(cfg.tp_per_node)  # this node's GPUs: tp_rank % tp_per_node picks one
+    if len(devs) < cfg.tp_per_node:
         logs.emit(logs.sglang_line(f"RuntimeError: CUDA error: invalid device ordinal (tp_rank={tp_rank})",
                                    tp_rank, cfg.tp_size))
         return 1
-    gpu = devs[tp_rank]
+    gpu = devs[tp_rank % cfg.tp_per_node]
     budget = startup_seconds()
 
     def say(msg: str) -> None:
@@ -115,7 +115,8 @@ def run_scheduler(cfg: ServerConfig, tp_rank: int, ready_fd: int, comm: str, com
     time.sleep(budget * 0.10)
     nccl = logs.nccl_wanted(env)
     if nccl == "info":
-        for line in logs.nccl_lines(tp_rank, cfg.tp_size, devs[:cfg.tp_size], env, comm, comm_id):
+        for line in logs.nccl_lines(tp_rank, cfg.tp_size, devs[:cfg.tp_per_node], env, comm, comm_id,
+                                    cfg.nnodes):
             logs.emit(line)
     elif nccl == "version":
         logs.emit(f"NCCL version {logs.NCCL_VERSION}")

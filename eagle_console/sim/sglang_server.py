@@ -55,11 +55,11 @@ class Launcher:
         return subprocess.Popen([title, "-m", MODULE, *extra, *self.argv], executable=sys.executable,
                                 env=_child_env(), pass_fds=pass_fds, stdin=subprocess.DEVNULL)
 
-    def start_children(self) -> list[int]:
-        """Start the schedulers and the detokenizer; returns the read ends of their ready pipes."""
-        comm_id = f"0x{uuid.uuid4().int & (2**64 - 1):016x}"
+    def start_children(self, comm_id: str | None = None, detokenizer: bool = True) -> list[int]:
+        """Start this node's schedulers (and the detokenizer); returns the read ends of their ready pipes."""
+        comm_id = comm_id or new_comm_id()
         ready_fds = []
-        for rank in range(self.cfg.tp_size):
+        for rank in self.cfg.local_tp_ranks:
             r, w = os.pipe()
             comm = f"0x{0x55d0a000 + rank * 0x1000:x}"
             self.children.append(self._spawn(
@@ -68,7 +68,8 @@ class Launcher:
                  "--comm-id", comm_id], (w,)))
             os.close(w)
             ready_fds.append(r)
-        self.children.append(self._spawn("sglang::detokenizer", ["--role", "detokenizer"]))
+        if detokenizer:  # a node of rank > 0 runs no tokenizer or detokenizer (engine.py)
+            self.children.append(self._spawn("sglang::detokenizer", ["--role", "detokenizer"]))
         return ready_fds
 
     def wait_ready(self, fds: list[int]) -> bool:
@@ -111,6 +112,10 @@ class Launcher:
         return None
 
 
+def new_comm_id() -> str:
+    return f"0x{uuid.uuid4().int & (2**64 - 1):016x}"
+
+
 def port_free(host: str, port: int) -> None:
     """OSError when host:port cannot be bound (SGLang checks the port before it starts anything)."""
     with socket.socket() as s:
@@ -140,14 +145,32 @@ def launch(cfg: ServerConfig, argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     _announce(cfg)
+    if cfg.nnodes > 1 and cfg.node_rank > 0:
+        from eagle_console.sim.server_dist import run_peer
+
+        return run_peer(cfg, launcher)
     try:  # fail at once on a taken port, but listen only once the schedulers are up, as SGLang does
         port_free(cfg.host, cfg.port)
     except OSError as exc:
         logs.emit(logs.sglang_line(f"ERROR: [Errno {exc.errno}] error while attempting to bind on address "
                                    f"('{cfg.host}', {cfg.port}): {exc.strerror}"))
         return 1
-    fds = launcher.start_children()
-    ok = launcher.wait_ready(fds)
+    dist, comm_id = None, None
+    if cfg.nnodes > 1:
+        from eagle_console.sim.server_dist import DistServer
+
+        try:
+            dist = DistServer(cfg.dist_init_addr or "", cfg.nnodes)
+        except OSError as exc:
+            logs.emit(logs.sglang_line(f"RuntimeError: The server socket has failed to listen on "
+                                       f"{cfg.dist_init_addr} (errno: {exc.errno} - {exc.strerror})."))
+            return 1
+        comm_id = new_comm_id()
+        if not dist.wait_joined(comm_id, lambda: launcher.stopping):
+            dist.close()
+            return 0
+    fds = launcher.start_children(comm_id)
+    ok = launcher.wait_ready(fds) and (dist is None or dist.wait_ready(lambda: launcher.stopping))
     if not ok:
         if not launcher.stopping:
             logs.emit(logs.child_failed_line(running=False))

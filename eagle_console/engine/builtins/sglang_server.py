@@ -47,12 +47,24 @@ class SglangServer(Builtin):
 
     def validate(self, args: dict[str, Any]) -> list[str]:
         from eagle_console.sglang.args import launch_findings
+        from eagle_console.sglang.multinode import is_multinode, multinode_problems, single_node_args
 
-        problems = [f"{f.code}: {f.message}" for f in launch_findings(args) if f.severity == "error"]
+        if is_multinode(args):
+            problems = multinode_problems(args)
+            args = single_node_args(args)
+        else:
+            problems = []
+        problems += [f"{f.code}: {f.message}" for f in launch_findings(args) if f.severity == "error"]
         return problems + python_problems(args)
 
     def service_argv(self, ctx: ActionContext) -> list[str]:
         from eagle_console.engine.builtins.gpu_release import record_pre_launch
+        from eagle_console.sglang.multinode import is_multinode
+
+        if is_multinode(ctx.args):
+            from eagle_console.engine.builtins.sglang_ranks import ranks_service_argv
+
+            return ranks_service_argv(ctx, self.name)
         from eagle_console.sglang.args import LaunchArgsError, build_launch_argv, launch_findings
 
         record_pre_launch(ctx)  # what undo waits to see again (the GPUs' memory before this server)
@@ -65,14 +77,26 @@ class SglangServer(Builtin):
             raise BuiltinError(str(exc)) from None
 
     def default_ready(self, ctx: ActionContext) -> Ready | None:
+        from eagle_console.sglang.multinode import is_multinode
+
         host = str(ctx.args.get("host", "127.0.0.1"))
         if host in ("0.0.0.0", "::", ""):
             host = "127.0.0.1"
+            if is_multinode(ctx.args):  # readiness is rank 0's, on the first node
+                from eagle_console.engine.builtins.sglang_ranks import rank0_host
+
+                host = rank0_host(ctx.args, host)
         port = ctx.args.get("port", 30000)
         timeout = ctx.timeout_s or DEFAULT_READY_TIMEOUT_S
         return Ready(http=f"http://{host}:{port}/health", timeout_s=timeout)
 
     def undo(self, ctx: ActionContext) -> int:
         from eagle_console.engine.builtins.gpu_release import wait_released
+        from eagle_console.sglang.multinode import is_multinode
+
+        if is_multinode(ctx.args):
+            from eagle_console.engine.builtins.sglang_ranks import stop_ranks
+
+            return stop_ranks(ctx, self.name)
 
         return wait_released(ctx, self.name, DEFAULT_RELEASE_TIMEOUT_S)

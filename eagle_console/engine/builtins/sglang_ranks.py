@@ -1,0 +1,103 @@
+"""The multi-node branch of `sglang.server` (`with.nodes`): preflight, the ranks' service, their undo.
+
+The action process asks the NodeRunner about every node (paths, interfaces, environment), refuses the
+launch on a preflight error, and execs `eagle_console.sglang.multinode_run` as the service: it starts one
+rank per node and stops them all together. Undo stops every rank recorded in the step's artifacts, in case
+the service was killed before it could (rollback's SIGKILL after the grace).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from eagle_console.engine.builtins.base import ActionContext, BuiltinError
+from eagle_console.sglang.multinode import (
+    NodeFacts,
+    checked_paths,
+    dist_port,
+    node_names,
+    preflight,
+    rank_launches,
+    single_node_args,
+)
+from eagle_console.sglang.noderunner import NodeError, NodeRunner, runner_from_env
+
+SERVICE_MODULE = "eagle_console.sglang.multinode_run"
+
+
+def node_facts(runner: NodeRunner, nodes: list[str], args: dict[str, Any], env: dict[str, str]) -> list[NodeFacts]:
+    """What preflight needs of each node, asked through the runner (a rank gets `env` + the node's own)."""
+    paths = checked_paths(args)
+    facts = []
+    for node in nodes:
+        missing = tuple(p for p in paths if not runner.path_exists(node, p))
+        facts.append(NodeFacts(node, missing, tuple(runner.interfaces(node)), {**env, **runner.node_env(node)}))
+    return facts
+
+
+def stop_grace_s() -> float:
+    """Half the engine's rollback grace: the ranks are stopped before the engine's SIGKILL of the service."""
+    from eagle_console.engine.runner import kill_grace_s
+
+    return max(1.0, kill_grace_s() / 2)
+
+
+def ranks_service_argv(ctx: ActionContext, name: str) -> list[str]:
+    from eagle_console.engine.pyenv import own_process_env
+    from eagle_console.sglang.args import LaunchArgsError, build_launch_argv, launch_findings
+
+    nodes = node_names(ctx.args)
+    single = single_node_args(ctx.args)
+    for f in launch_findings(single):
+        if f.severity != "error":
+            ctx.say(f"{name}: {f.severity} {f.code}: {f.message}")
+    try:
+        base = build_launch_argv(single)
+        runner = runner_from_env()
+        facts = node_facts(runner, nodes, single, dict(os.environ))
+        rank0 = runner.address(nodes[0])
+    except (LaunchArgsError, NodeError) as exc:
+        raise BuiltinError(str(exc)) from None
+    problems = preflight(facts)
+    for f in problems:
+        ctx.say(f"{name}: {f.severity} {f.code}: {f.message}")
+    if problems:
+        raise BuiltinError(f"{len(problems)} preflight error(s) on the nodes: nothing launched")
+    ctx.say(f"{name}: preflight passed on nodes {', '.join(nodes)}")
+    launches = [{"node": r.node, "rank": r.rank, "argv": r.argv}
+                for r in rank_launches(base, nodes, rank0, dist_port(ctx.args))]
+    spec = {"launches": launches, "artifacts": str(ctx.artifacts), "grace_s": stop_grace_s()}
+    # The service is our own module: it needs our import path (it drops it again for the ranks).
+    env = own_process_env(dict(os.environ))
+    os.environ.clear()
+    os.environ.update(env)
+    return [sys.executable, "-m", SERVICE_MODULE, "--launch", json.dumps(spec)]
+
+
+def rank0_host(args: dict[str, Any], fallback: str) -> str:
+    try:
+        return runner_from_env().address(node_names(args)[0])
+    except (NodeError, ValueError):
+        return fallback
+
+
+def stop_ranks(ctx: ActionContext, name: str) -> int:
+    from eagle_console.sglang.multinode_run import load_ranks, stop_all
+
+    ranks = load_ranks(ctx.artifacts)
+    if not ranks:
+        ctx.say(f"{name}: no record of the ranks started; nothing to stop")
+        return 0
+    try:
+        runner = runner_from_env()
+    except NodeError as exc:
+        raise BuiltinError(str(exc)) from None
+    stop_all(runner, ranks, stop_grace_s())
+    left = [r for r in ranks if runner.poll(r) is None]
+    if left:
+        raise BuiltinError("still running after the stop: " + ", ".join(f"rank {r.rank} on {r.node}" for r in left))
+    ctx.say(f"{name}: every rank stopped ({', '.join(f'rank {r.rank} on {r.node}' for r in ranks)})")
+    return 0

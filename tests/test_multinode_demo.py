@@ -1,0 +1,44 @@
+"""`eagle-console demo --nodes 2`: two simulated nodes (own host names, own orphans), the runner's nodes file
+and a plan launching one server across both and an extraction pinned to node b; Ray only with the cluster extra."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from eagle_console.demo.multinode import cluster_starter, stop_node_leftovers
+from eagle_console.sim import gpustate
+
+
+def test_demo_nodes_builds_two_sim_nodes_and_their_plan(tmp_path):
+    try:
+        out = subprocess.run([sys.executable, "-m", "eagle_console", "demo", "--nodes", "2", "--dir", str(tmp_path),
+                              "--no-tui"], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stdout + out.stderr
+        nodes = json.loads((tmp_path / "nodes.json").read_text())
+        assert sorted(nodes) == ["a", "b"]
+        for name in ("a", "b"):
+            sim = tmp_path / "nodes" / name
+            assert nodes[name]["env"]["EAGLE_CONSOLE_SIM"] == str(sim)
+            assert json.loads((sim / "node.json").read_text())["hostname"] == f"sim-{name}"
+            assert len(gpustate.node_gpus(sim)) == 8 and gpustate.holders(sim)  # an orphan on each node
+        plan = (tmp_path / "plans" / "demo.toml").read_text()
+        assert 'nodes = ["a", "b"]' in plan and "tp = 16" in plan and 'node = "b"' in plan
+        if cluster_starter() is None:
+            assert "needs the cluster extra" in out.stderr
+    finally:
+        stop_node_leftovers(tmp_path)
+    assert all(not gpustate.holders(tmp_path / "nodes" / n) for n in ("a", "b"))
+
+
+@pytest.mark.skipif(cluster_starter() is not None, reason="the cluster extra is here: the demo starts Ray")
+def test_demo_nodes_without_the_cluster_extra_says_so(tmp_path):
+    try:
+        out = subprocess.run([sys.executable, "-m", "eagle_console", "demo", "--nodes", "2", "--dir", str(tmp_path)],
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 2 and "needs the cluster extra" in out.stderr
+    finally:
+        stop_node_leftovers(tmp_path)
