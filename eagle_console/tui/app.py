@@ -212,12 +212,16 @@ class ConsoleApp(App[int]):
         self.step_info.show(self.ctx.plan, self.ctx.selected_step_id)
         self.call_after_refresh(self._place_toasts)
 
+    @on(messages.DetailResized)
+    def _detail_resized(self) -> None:
+        self._place_toasts()
+
     def _place_toasts(self) -> None:
         """Keep the toasts above the Detail line, whatever its height (drafter findings add lines)."""
         if self._shutting_down():
             return
         below = self.detail.outer_size.height + self.query_one(KeyBar).outer_size.height
-        for rack in self.screen.query("ToastRack"):
+        for rack in self.detail.screen.query("ToastRack"):  # the main screen's, even under a dialog
             rack.styles.margin = (0, 0, below, 1)
 
     def _select(self, node_id: str) -> None:

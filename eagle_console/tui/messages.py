@@ -76,6 +76,12 @@ class GpusChanged(Message):
     """GPU holders changed (a kill ended, a run started): the GPU pane reads again now."""
 
 
+@dataclass
+class DetailResized(Message):
+    """The Detail line changed height (drafter findings read after the selection moved): the App moves the
+    toasts above it again."""
+
+
 # -- the App → panes (not bubbling) ---------------------------------------------------------------------
 
 @dataclass
