@@ -42,6 +42,20 @@ def result_text(record: KillRecord) -> Text:
     return out
 
 
+def left_text(record: KillRecord, left: list[Holder] | None) -> Text:
+    """The summary once the kill is done: counted again after it, never the counts from before (issue #17).
+    `left` is a fresh scan's holders, None when that scan failed."""
+    head = f"after the kill: {len(record.killed)} killed · {record.freed_total:.0f} MiB freed · "
+    if left is None:
+        return Text(head + "could not scan again: see the GPUs pane", style="yellow")
+    if not left:
+        return Text(head + "no GPU holders left", style="bold")
+    mem = ", ".join(f"GPU {g}: {mib:.0f} MiB" for g, mib in sorted(memory_by_gpu(left).items())) or "no memory held"
+    orphans = sum(1 for h in left if h.cls == "orphan")
+    return Text(head + f"{len(left)} GPU holder{'s' if len(left) != 1 else ''} left ({orphans} orphan"
+                f"{'s' if orphans != 1 else ''}) · {mem}", style="bold")
+
+
 CHOOSE_KEYS = "space select · j/k move · enter send SIGTERM · esc close"
 TABLE_ROWS = 16  # the most the holders table takes; fewer when the terminal is short (`_fit`)
 
@@ -294,17 +308,29 @@ class KillScreen(ModalScreen[KillRecord | None]):
         except Exception as exc:
             self.app.call_from_thread(self._done, None, f"kill failed: {exc}")
             return
-        self.app.call_from_thread(self._done, record, None)
+        self.app.call_from_thread(self._done, record, None, self._left())
+
+    def _left(self) -> list[Holder] | None:
+        """Worker: the holders after the kill, scanned again (the dialog's first scan is history now)."""
+        from eagle_console.ops import orphans
+
+        try:
+            with orphans.scan(self.ctx.sim_dir, self.ctx.journal) as after:
+                return after.holders
+        except Exception:  # the result stands; the summary says it could not count again
+            return None
 
     def _countdown(self, left: float, alive: list[int]) -> None:
         self._say(
             f"SIGTERM sent · SIGKILL in {left:.0f}s · still alive: {' '.join(map(str, alive))}")
 
-    def _done(self, record: KillRecord | None, error: str | None) -> None:
+    def _done(self, record: KillRecord | None, error: str | None, left: list[Holder] | None = None) -> None:
         self.state = "done"
         self.report = record
         progress = self.query_one("#kill-progress", Static)
         progress.update(result_text(record) if record is not None else Text(error or "", style="red"))
+        if record is not None:
+            self.query_one("#kill-summary", Static).update(left_text(record, left))
         self.query_one("#kill-hint", Static).update("enter / esc close")
         self.call_after_refresh(self._fit)
         for pid in record.killed if record is not None else []:
