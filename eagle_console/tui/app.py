@@ -188,7 +188,7 @@ class ConsoleApp(App[int]):
         self.query_one("#header", Static).update(self._header_text())
         self.plan_pane.show(load.plan, self.snapshot)
         self._show_detail()
-        self.gpus.plan_reloaded()
+        self.gpus.post_message(messages.PlanReloaded())
         self._tell_panes(messages.PlanReloaded)
 
     def _tell_panes(self, make: type[Message], *args: Any) -> None:
@@ -197,7 +197,7 @@ class ConsoleApp(App[int]):
 
     @on(messages.GpusChanged)
     def _gpus_changed(self) -> None:
-        self.gpus.refresh_now()
+        self.gpus.post_message(messages.ReadGpusNow())
 
     # -- selection --------------------------------------------------------------------------------------
 

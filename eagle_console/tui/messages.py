@@ -94,3 +94,8 @@ class StepSelected(Message, bubble=False):
 @dataclass
 class PlanReloaded(Message, bubble=False):
     """A changed plan file loaded: panes that depend on the plan read again."""
+
+
+@dataclass
+class ReadGpusNow(Message, bubble=False):
+    """To the GPU pane, after GpusChanged: read again now rather than at the next poll."""
