@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 NARROW_BELOW = 120  # columns
 PLAN_WIDTH, PLAN_WIDTH_NARROW = "45%", "55%"
+MIN_TOAST_ROWS = 3  # when the Step pane is zoomed away, toasts still get this much
 # The right-hand tab panes (built lazily, so the App knows them only by place): StepSelected and
 # PlanReloaded go to each; a HiddenPane placeholder has no handler and ignores them.
 TAB_PANES = "#logs ContentSwitcher > Vertical > *"
@@ -97,6 +98,7 @@ class ConsoleApp(App[int]):
 
     def on_resize(self, event: events.Resize) -> None:
         self._fit_width(event.size.width)
+        self.call_after_refresh(self._place_toasts)  # the Step pane's height changed with the terminal
 
     def _fit_width(self, width: int) -> None:
         """The Plan pane takes more of a narrow terminal. Set on the one widget rather than through a
@@ -217,12 +219,28 @@ class ConsoleApp(App[int]):
         self._place_toasts()
 
     def _place_toasts(self) -> None:
-        """Keep the toasts above the Detail line, whatever its height (drafter findings add lines)."""
+        """Keep the toasts above the Detail line, whatever its height (drafter findings add lines), and
+        within the Step pane's height."""
         if self._shutting_down():
             return
         below = self.detail.outer_size.height + self.query_one(KeyBar).outer_size.height
         for rack in self.detail.screen.query("ToastRack"):  # the main screen's, even under a dialog
             rack.styles.margin = (0, 0, below, 1)
+        self._fit_toasts()
+
+    def _fit_toasts(self) -> None:
+        """Show the newest toasts that fit in the Step pane's height and hide the older ones (they expire
+        as usual): a stack of them climbed over the Plan tree. Hidden, not removed: the rack would mount
+        a removed one again."""
+        if self._shutting_down():
+            return
+        room = max(MIN_TOAST_ROWS, self.step_info.outer_size.height if self.step_info.display else 0)
+        used = 0
+        for holder in reversed(list(self.detail.screen.query("ToastRack > ToastHolder"))):
+            # the holder is invisible and unsized: its toast has the height
+            used += sum(toast.outer_size.height for toast in holder.children) if holder.display else 0
+            if holder.display and used > room:
+                holder.display = False
 
     def _select(self, node_id: str) -> None:
         self.plan_pane.select_id(node_id)
@@ -247,6 +265,13 @@ class ConsoleApp(App[int]):
                markup: bool = False) -> None:
         """Never markup: notices quote results, notes, titles and step output (`[/]` crashed the console)."""
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
+        self.call_later(self._toast_posted)  # call_later is thread-safe, as notify is
+
+    def _toast_posted(self) -> None:
+        """After the rack's own `show` (queued on the rack before this), once laid out: fit the stack."""
+        if not self._shutting_down():
+            for rack in self.detail.screen.query("ToastRack"):
+                rack.call_later(self.call_after_refresh, self._fit_toasts)
 
     @on(messages.OpDone)
     def _op_done(self, message: messages.OpDone) -> None:
