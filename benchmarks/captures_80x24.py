@@ -44,7 +44,7 @@ class Term:
 
     def keys(self, *keys: str) -> None:
         for k in keys:
-            subprocess.run(["tmux", "send-keys", "-t", self.name, k], check=True)
+            subprocess.run(["tmux", "send-keys", "-t", self.name, k], capture_output=True)
             time.sleep(0.2)
 
     def wait(self, pattern: str, timeout: float = 60.0) -> str:
@@ -96,7 +96,17 @@ def orphans_job(tmp: Path, shots: Shots) -> None:
         shots.save("orphans-80x24-3-kill-result", term.wait(r"after the kill: .*", 30))
         term.keys("Escape")
         term.wait_gone(r"Kill GPU processes")
-        shots.save("orphans-80x24-4-after", term.wait(r"no GPU processes", 20))
+        # the holders go at once; the driver gives the memory back a moment later (sim: release_lag_s)
+        shots.save("orphans-80x24-4-after", term.wait(r"│ 5 ░+ +0\.0/95\.6G[\s\S]*no GPU processes", 20))
+        term.keys("z")
+        term.wait_gone(r"─ PLAN ─")  # the GPUs pane alone
+        shots.save("orphans-80x24-5-zoom-gpus", term.wait(r"GPUs · 8x", 10))
+        term.keys("z", "z", "z", "z")  # the log tabs, the plan, the step, then every pane again
+        term.wait(r"─ PLAN ─[\s\S]*─ GPUs", 10)
+        term.keys("?")
+        shots.save("orphans-80x24-6-help", term.wait(r"Esc closes", 10))
+        term.keys("Escape")
+        term.wait_gone(r"Esc closes")
     finally:
         term.keys("q")
         time.sleep(2)
