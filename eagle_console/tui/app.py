@@ -24,7 +24,7 @@ from textual.widgets import Static, Tree
 
 from eagle_console.ops import export as export_op
 from eagle_console.ops import rollback, steps
-from eagle_console.tui import keys, messages, workers, zoom
+from eagle_console.tui import keys, messages, toasts, workers, zoom
 from eagle_console.tui.commands import ConsoleCommands
 from eagle_console.tui.context import ConsoleContext
 from eagle_console.tui.keybar import KeyBar
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 
 NARROW_BELOW = 120  # columns
 PLAN_WIDTH, PLAN_WIDTH_NARROW = "45%", "55%"
-MIN_TOAST_ROWS = 3  # when the Step pane is zoomed away, toasts still get this much
 # The right-hand tab panes (built lazily, so the App knows them only by place): StepSelected and
 # PlanReloaded go to each; a HiddenPane placeholder has no handler and ignores them.
 TAB_PANES = "#logs ContentSwitcher > Vertical > *"
@@ -219,28 +218,12 @@ class ConsoleApp(App[int]):
         self._place_toasts()
 
     def _place_toasts(self) -> None:
-        """Keep the toasts above the Detail line, whatever its height (drafter findings add lines), and
-        within the Step pane's height."""
-        if self._shutting_down():
-            return
-        below = self.detail.outer_size.height + self.query_one(KeyBar).outer_size.height
-        for rack in self.detail.screen.query("ToastRack"):  # the main screen's, even under a dialog
-            rack.styles.margin = (0, 0, below, 1)
-        self._fit_toasts()
+        if not self._shutting_down():
+            toasts.place(self)
 
     def _fit_toasts(self) -> None:
-        """Show the newest toasts that fit in the Step pane's height and hide the older ones (they expire
-        as usual): a stack of them climbed over the Plan tree. Hidden, not removed: the rack would mount
-        a removed one again."""
-        if self._shutting_down():
-            return
-        room = max(MIN_TOAST_ROWS, self.step_info.outer_size.height if self.step_info.display else 0)
-        used = 0
-        for holder in reversed(list(self.detail.screen.query("ToastRack > ToastHolder"))):
-            # the holder is invisible and unsized: its toast has the height
-            used += sum(toast.outer_size.height for toast in holder.children) if holder.display else 0
-            if holder.display and used > room:
-                holder.display = False
+        if not self._shutting_down():
+            toasts.fit(self)
 
     def _select(self, node_id: str) -> None:
         self.plan_pane.select_id(node_id)
@@ -268,10 +251,8 @@ class ConsoleApp(App[int]):
         self.call_later(self._toast_posted)  # call_later is thread-safe, as notify is
 
     def _toast_posted(self) -> None:
-        """After the rack's own `show` (queued on the rack before this), once laid out: fit the stack."""
         if not self._shutting_down():
-            for rack in self.detail.screen.query("ToastRack"):
-                rack.call_later(self.call_after_refresh, self._fit_toasts)
+            toasts.after_notify(self, self._fit_toasts)
 
     @on(messages.OpDone)
     def _op_done(self, message: messages.OpDone) -> None:
