@@ -70,3 +70,29 @@ def test_drafter_verdict_follows_an_edit_made_outside_the_console(demo):
                     what="the verdict after the edit")
 
     drive(app, scenario)
+
+
+def test_the_detail_line_says_what_u_does_and_toasts_stay_off_it_when_findings_grow_it(demo):
+    """The Detail line named "built-in undo" for built-ins whose undo is a mark; and its drafter findings,
+    read after the selection moved, made it taller under toasts placed for its old height (issue #17)."""
+    plan_path, sim = demo
+    app, _ = open_app(plan_path, sim_dir=sim)
+
+    def detail() -> str:
+        return app.query_one("#detail").render().plain
+
+    async def scenario(pilot):
+        await until(pilot, lambda: app.ctx.selected_step_id == "0.1", what="ready")
+        assert "rollback: marks rolled back" in detail() and "built-in undo" not in detail(), detail()
+        before = app.query_one("#detail").outer_size.height
+        await select(pilot, "0.2")
+        await until(pilot, lambda: "NOT ok" in drafter_line(app), what="the drafter findings")
+        await until(pilot, lambda: app.query_one("#detail").outer_size.height > before, what="the line grown")
+        await pilot.pause(0.2)
+        app.notify("a notice long enough to take a few lines of a toast at eighty columns", timeout=30)
+        toasts = await until(pilot, lambda: list(app.screen.query("Toast")), what="a toast")
+        await pilot.pause(0.3)
+        for toast in toasts:
+            assert not toast.region.overlaps(app.query_one("#detail").region), (toast.region, detail())
+
+    drive(app, scenario, size=(80, 24))

@@ -90,9 +90,11 @@ def test_orphans_preselected_enter_kills_frees_memory_and_journals(tmp_path, nod
             assert sorted(report.killed) == sorted(orphans) and report.survivors == []
             assert report.freed_mib == {"3": 6120.0, "5": 6120.0}
             assert "freed 12240 MiB" in str(screen.query_one("#kill-progress").render())
-            # the counts above the table are what is left now, not the scan's (issue #17)
-            left = str(screen.query_one("#kill-summary").render())
-            assert left.startswith("after the kill: 1 GPU holder · GPU 1: 2048 MiB"), left
+            # the summary is counted again after the kill: the other holder is what is left (it said
+            # "3 GPU holders · GPU 1: 2048 MiB, GPU 3: 6120 MiB, GPU 5: 6120 MiB", as before the kill)
+            summary = str(screen.query_one("#kill-summary").render())
+            assert summary == ("after the kill: 2 killed · 12240 MiB freed · 1 GPU holder left (0 orphans) · "
+                               "GPU 1: 2048 MiB"), summary
             await pilot.press("enter")  # closes
             await until(pilot, lambda: results, what="dismissed")
             # the GPU pane shows the memory freed; the other holder is untouched

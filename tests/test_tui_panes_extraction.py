@@ -106,6 +106,30 @@ def test_does_not_fit_is_prominent(tmp_path, request):
     asyncio.run(main())
 
 
+def test_a_narrow_short_pane_keeps_rate_eta_and_fit_above_the_warning(tmp_path, request):
+    """At 80x24 the pane has ~34 cells by ~7 rows: the DOES NOT FIT warning on top pushed the samples, rate,
+    ETA and sizes off it (issue #17). The key figures come first now; the warning under them."""
+    from tuikit import screen_text
+
+    ctx = plan_ctx(tmp_path, total=100_000, select="2.2")
+    job = start_extract(tmp_path, "--samples", "100000", "--rate", "20", "--bytes-per-sample", str(100 * 10**9))
+    request.addfinalizer(lambda: (job.kill(), job.wait()))
+    pane = ExtractionPane(ctx, refresh_s=0.2)
+    app = OneApp(pane)
+
+    async def main() -> None:
+        async with app.run_test(size=(34, 7)) as pilot:
+            await until(pilot, lambda: pane.last and pane.last["files"] >= 3 and pane.last["rate_per_s"],
+                        what="3 files and a rate")
+            await pilot.pause(0.3)
+            text = screen_text(app)
+            assert "ETA" in text and "/s" in text and "fits: NO" in text, text
+            figures, warning = pane.query_one("#ex-figures"), pane.query_one("#ex-warning")
+            assert warning.has_class("-shown") and figures.region.y < warning.region.y
+
+    asyncio.run(main())
+
+
 def test_results_against_baseline(tmp_path):
     ctx = plan_ctx(tmp_path, total=10)
     ctx.journal.record_result("2.1", None, "tok_s", 101.0)

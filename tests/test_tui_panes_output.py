@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 
 from enginekit import write_plan
@@ -138,3 +139,38 @@ def test_a_flood_is_delivered_in_few_batches(tmp_path):
             assert 1 <= len([b for b in batches if b]) <= 50, (batches, time.monotonic() - t0)
 
     asyncio.run(main())
+
+
+def test_the_status_line_puts_the_state_first_and_the_path_last_at_80_columns(tmp_path):
+    """It began with the whole log path, so at 80 columns (and even 120) "following"/"PAUSED", the filter and
+    the counts were cut off the end (issue #17)."""
+    from tuikit import drive, open_app, screen_text
+
+    deep = tmp_path / "a-state-dir-as-long-as-real-ones-are" / "runs" / "0.1"
+    deep.mkdir(parents=True)
+    log = deep / "0.1-run-1.log"
+    log.write_text("first line\nlate 1\n")
+    app, journal = open_app(write_plan(tmp_path, PLAN))
+    journal.begin_run("0.1", command="x", log=str(log))
+    journal.close()
+
+    def status_row() -> str:
+        rows = [r for r in screen_text(app).splitlines() if re.search(r"\d lines( ·|…)", r)]
+        return rows[0] if rows else ""
+
+    async def scenario(pilot):
+        await until(pilot, lambda: app.ctx.selected_step_id == "0.1", what="ready")
+        await pilot.press("3")  # the Output tab: the selected step's log
+        await until(pilot, lambda: "following · 2 lines · f pauses · /" in status_row(), what="following, 2 lines")
+        assert status_row().rstrip().endswith("…"), status_row()  # the path is what gets cut
+        await pilot.press("f")
+        append(log, ["late 2", "other"])
+        await until(pilot, lambda: "PAUSED: 2 new lines · 4 lines" in status_row(), what="paused")
+        await pilot.press("f", "slash")
+        for ch in "^late":
+            await pilot.press(ch)
+        await pilot.press("enter")
+        await until(pilot, lambda: "following · /^late/ 2/4 lines · f" in status_row(),
+                    what="the filter and its counts")
+
+    drive(app, scenario, size=(80, 24))

@@ -11,9 +11,10 @@ from tuikit import until
 
 from eagle_console.journal import Journal
 from eagle_console.plan.loader import load_plan
+from eagle_console.sparkline import sparkline
 from eagle_console.tui.context import ConsoleContext
 from eagle_console.tui.panes.nccl import NcclPane, gpu_busy_from
-from eagle_console.tui.panes.server import ServerPane, server_line_style, sparkline
+from eagle_console.tui.panes.server import ServerPane, server_line_style
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 PLAN = """
@@ -122,4 +123,35 @@ def test_nccl_pane_summary_matrix_env_findings_and_raw_lines(tmp_path):
 def test_sparkline_and_busy_rules():
     assert sparkline([1.0, 2.0, 3.0]) == "▁▅█"
     assert sparkline([None, None]) == ""
+    assert sparkline([5.0, None, 1.0, 2.0, 3.0], width=3) == "▁▅█"  # the newest `width` values
+    assert sparkline([4.0, 4.0]) == "▁▁"
     assert gpu_busy_from(None) is None
+
+
+def test_one_sparkline_for_both_faces():
+    """The Server pane and `server-log` had a copy each; the core's is the one both call."""
+    import eagle_console.cli.server_cmds as cli
+    import eagle_console.tui.panes.server as pane
+
+    assert cli.sparkline is sparkline and pane.sparkline is sparkline
+
+
+def test_the_nccl_pane_takes_gpu_load_from_the_shared_context_not_the_dom(tmp_path):
+    """It looked the GPU pane up through app.screen_stack; the GPU pane now leaves its reading in ctx.gpus.
+    Here there is no GPU pane at all: a busy reading in the context is what the hang check weighs."""
+    from types import SimpleNamespace
+
+    ctx, log = service_ctx(tmp_path, select="0.3")
+    append(log, data("nccltests166_shm_net.txt"))
+    gpu = SimpleNamespace(utilization_pct=97.0)
+    ctx.gpus = SimpleNamespace(sample=SimpleNamespace(gpus=[gpu]))
+    app = PanesApp(ctx)
+
+    async def main() -> None:
+        async with app.run_test(size=(120, 50)) as pilot:
+            pane = app.query_one(NcclPane)
+            await until(pilot, lambda: pane.summary is not None and pane.gpu_busy is True, what="busy from ctx")
+            gpu.utilization_pct = 3.0
+            await until(pilot, lambda: pane.gpu_busy is False, what="idle from ctx")
+
+    asyncio.run(main())

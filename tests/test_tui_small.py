@@ -275,3 +275,29 @@ def test_snapshot_plan_copy_is_the_repos(tmp_path):
         assert "orphaned sglang schedulers" in str(app.query_one("#step-info-text").render())
 
     drive(app, scenario, size=(120, 40))
+
+
+def test_many_toasts_stay_inside_the_step_pane_at_80x24(tmp_path):
+    """A walk through Phase 0 raises a toast per start and end: stacked, they climbed over the Plan tree's
+    rows (issue #17 capture). The rack is kept to the Step pane's height and shows the newest."""
+    app, journal = open_app(write_plan(tmp_path, KILL_PLAN))
+    journal.close()
+
+    async def scenario(pilot):
+        await until(pilot, lambda: app.ctx.selected_step_id == "0.1", what="ready")
+        before = screen_text(app).splitlines()
+        plan_rows = [r for r in before if re.search(r"── . +0\.\d ", r)]
+        assert len(plan_rows) == 3, before
+        for n in range(16):
+            app.notify(f"notice {n}", timeout=30)
+        await until(pilot, lambda: len(app.screen.query("Toast")) == 16, what="16 toasts")
+        await pilot.pause(0.3)
+        after = screen_text(app)
+        for row in plan_rows:
+            assert row.split("│")[1] in after, after  # the Plan tree's rows are all still readable
+        assert "notice 15" in after, after  # the newest shows
+        step = app.query_one("#step-info").region
+        shown = [t.region for t in app.screen.query("Toast") if t.region.area]
+        assert shown and all(step.contains_region(r) for r in shown), (step, shown)
+
+    drive(app, scenario, size=(80, 24))

@@ -126,6 +126,7 @@ def test_mark_dialog_on_a_failed_step(node):
     assert_snapshot("mark-0.2b-120x40", text)
 
 
-def test_results_tab(node):
-    text = shoot(node, (120, 40), "5", settle=lambda s: "96.4 " in s)
-    assert_snapshot("results-120x40", text)
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
+def test_results_tab(node, size):
+    text = shoot(node, size, "5", settle=lambda s: "96.4 " in s)
+    assert_snapshot(f"results-{size[0]}x{size[1]}", text)

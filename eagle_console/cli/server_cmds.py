@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from eagle_console.cli.common import CliError, add_json, print_json
 from eagle_console.parse.sglang_log import describe_load
+from eagle_console.sparkline import sparkline
 
 if TYPE_CHECKING:
     from eagle_console.parse.nccl import NcclSummary
@@ -158,15 +159,6 @@ def _print_server_log(s: ServerLogSummary, parser: SglangLogParser) -> None:
             print(f"throughput over {len(history)} logs: {sparkline(history)}")
     for f in s["findings"]:
         print(f"{f['severity']:7} {f['code']:26} {f['message']}")
-
-
-_BARS = "▁▂▃▄▅▆▇█"
-
-
-def sparkline(values: list[float]) -> str:
-    lo, hi = min(values), max(values)
-    span = (hi - lo) or 1.0
-    return "".join(_BARS[min(len(_BARS) - 1, int((v - lo) / span * (len(_BARS) - 1) + 0.5))] for v in values)
 
 
 def _follow_server_log(path: Path, parser: SglangLogParser) -> int:

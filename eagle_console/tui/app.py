@@ -24,7 +24,7 @@ from textual.widgets import Static, Tree
 
 from eagle_console.ops import export as export_op
 from eagle_console.ops import rollback, steps
-from eagle_console.tui import keys, messages, workers, zoom
+from eagle_console.tui import keys, messages, toasts, workers, zoom
 from eagle_console.tui.commands import ConsoleCommands
 from eagle_console.tui.context import ConsoleContext
 from eagle_console.tui.keybar import KeyBar
@@ -97,6 +97,7 @@ class ConsoleApp(App[int]):
 
     def on_resize(self, event: events.Resize) -> None:
         self._fit_width(event.size.width)
+        self.call_after_refresh(self._place_toasts)  # the Step pane's height changed with the terminal
 
     def _fit_width(self, width: int) -> None:
         """The Plan pane takes more of a narrow terminal. Set on the one widget rather than through a
@@ -188,7 +189,7 @@ class ConsoleApp(App[int]):
         self.query_one("#header", Static).update(self._header_text())
         self.plan_pane.show(load.plan, self.snapshot)
         self._show_detail()
-        self.gpus.plan_reloaded()
+        self.gpus.post_message(messages.PlanReloaded())
         self._tell_panes(messages.PlanReloaded)
 
     def _tell_panes(self, make: type[Message], *args: Any) -> None:
@@ -197,7 +198,7 @@ class ConsoleApp(App[int]):
 
     @on(messages.GpusChanged)
     def _gpus_changed(self) -> None:
-        self.gpus.refresh_now()
+        self.gpus.post_message(messages.ReadGpusNow())
 
     # -- selection --------------------------------------------------------------------------------------
 
@@ -212,13 +213,17 @@ class ConsoleApp(App[int]):
         self.step_info.show(self.ctx.plan, self.ctx.selected_step_id)
         self.call_after_refresh(self._place_toasts)
 
+    @on(messages.DetailResized)
+    def _detail_resized(self) -> None:
+        self._place_toasts()
+
     def _place_toasts(self) -> None:
-        """Keep the toasts above the Detail line, whatever its height (drafter findings add lines)."""
-        if self._shutting_down():
-            return
-        below = self.detail.outer_size.height + self.query_one(KeyBar).outer_size.height
-        for rack in self.screen.query("ToastRack"):
-            rack.styles.margin = (0, 0, below, 1)
+        if not self._shutting_down():
+            toasts.place(self)
+
+    def _fit_toasts(self) -> None:
+        if not self._shutting_down():
+            toasts.fit(self)
 
     def _select(self, node_id: str) -> None:
         self.plan_pane.select_id(node_id)
@@ -243,6 +248,11 @@ class ConsoleApp(App[int]):
                markup: bool = False) -> None:
         """Never markup: notices quote results, notes, titles and step output (`[/]` crashed the console)."""
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
+        self.call_later(self._toast_posted)  # call_later is thread-safe, as notify is
+
+    def _toast_posted(self) -> None:
+        if not self._shutting_down():
+            toasts.after_notify(self, self._fit_toasts)
 
     @on(messages.OpDone)
     def _op_done(self, message: messages.OpDone) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from eagle_console.engine.runner import Engine
@@ -25,6 +25,9 @@ class ConsoleContext:
     sim_dir: Path | None = None
     readonly: bool = False
     selected_step_id: str | None = None
+    # The GPU pane's latest reading (a panes.gpus.GpuReading), set on the event loop: the NCCL pane weighs
+    # its hang check with it instead of looking the GPU pane up in the DOM.
+    gpus: Any = None
 
     @property
     def engine(self) -> Engine:

@@ -70,13 +70,14 @@ def findings_text(findings: list[dict[str, Any]], width: int, severity: bool = F
     return out
 
 
-def rollback_label(step) -> str:
+def rollback_label(step, why: bool = True) -> str:
     """What `u` does to a step, as the engine's rollback will do it: its `rollback`, the built-in's own undo,
-    stopping a service, a mark only (the built-in's `undo_marks` says why), or nothing."""
+    stopping a service, a mark only (the built-in's `undo_marks` says why, unless `why` is False: the
+    Detail line keeps to one line and leaves the reason to the Step pane), or nothing."""
     if step.rollback is not None:
         return f"rollback: {step.rollback.describe()}"
     if step.action is None:
-        return "rollback: marks it rolled back (manual step)"
+        return "rollback: marks it rolled back" + (" (manual step)" if why else "")
     if step.uses:
         from eagle_console.engine.builtins import builtin_class_or_none
 
@@ -87,5 +88,6 @@ def rollback_label(step) -> str:
             if cls.service:
                 return f"rollback: stops the {step.uses} service"
             if cls.undo_marks:
-                return f"rollback: marks rolled back ({cls.undo_marks.split(':')[0]})"
+                reason = f" ({cls.undo_marks.split(':')[0]})" if why else ""
+                return f"rollback: marks rolled back{reason}"
     return "no rollback"

@@ -76,6 +76,12 @@ class GpusChanged(Message):
     """GPU holders changed (a kill ended, a run started): the GPU pane reads again now."""
 
 
+@dataclass
+class DetailResized(Message):
+    """The Detail line changed height (drafter findings read after the selection moved): the App moves the
+    toasts above it again."""
+
+
 # -- the App → panes (not bubbling) ---------------------------------------------------------------------
 
 @dataclass
@@ -88,3 +94,8 @@ class StepSelected(Message, bubble=False):
 @dataclass
 class PlanReloaded(Message, bubble=False):
     """A changed plan file loaded: panes that depend on the plan read again."""
+
+
+@dataclass
+class ReadGpusNow(Message, bubble=False):
+    """To the GPU pane, after GpusChanged: read again now rather than at the next poll."""

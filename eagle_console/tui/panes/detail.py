@@ -12,6 +12,7 @@ from eagle_console.journal.status import plan_statuses, unmet_needs
 from eagle_console.ops.console import drafter_actions, drafter_inputs_stamp, drafter_lines
 from eagle_console.plan.safe_text import printable
 from eagle_console.tui.labels import rollback_label
+from eagle_console.tui.messages import DetailResized
 from eagle_console.tui.panes._logview import Poller
 
 if TYPE_CHECKING:
@@ -44,8 +45,7 @@ def describe(plan: Plan, item_id: str | None, snap: Snapshot | None) -> Text:
         parts.append("service")
     if step.check:
         parts.append(f"check {step.check.describe()}")
-    # what `u` will do, from the built-in's traits; the why (in brackets) is on the STEP pane, not on this one line
-    parts.append(rollback_label(step).split(" (")[0])
+    parts.append(rollback_label(step, why=False))  # what `u` will really do, as the Step pane says it
     first = " · ".join(parts)
 
     second: list[str] = []
@@ -94,6 +94,9 @@ class DetailLine(Static):
 
     def on_unmount(self) -> None:
         self.poller.stop()
+
+    def on_resize(self) -> None:
+        self.post_message(DetailResized())  # the toasts sit above this line, whatever its height
 
     def show(self, plan: Plan, item_id: str | None, snap: Snapshot | None) -> None:
         moved = self._last is None or self._last[1] != item_id or self._last[0] is not plan

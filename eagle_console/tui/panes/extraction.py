@@ -50,19 +50,21 @@ def human_secs(s: float | None) -> str:
 
 
 def figures_text(r: dict[str, Any]) -> Text:
+    """Key figures first, so a short pane (80x24) keeps them: samples, rate, ETA; then whether the output
+    fits and its size; the details (files, free space, tokens) last."""
     total = r.get("total")
     done = r["done"]
     rate = r.get("rate_per_s")
-    out = Text(f"samples {done}/{total if total is not None else '?'}", style="bold")
-    if r.get("tokens") is not None:
-        out += Text(f" · tokens {r['tokens']:,}")
-    out += Text(f" · rate {'N/A' if rate is None else format(rate, '.2f')}/s · ETA {human_secs(r.get('eta_s'))}")
-    out += Text(f"\noutput {human_bytes(r['output_bytes'])} in {r['files']} files · projected "
-                f"{human_bytes(r.get('projected_bytes'))} · free {human_bytes(r.get('free_bytes'))}"
-                f" · /dev/shm free {human_bytes(r.get('shm_free_bytes'))}")
+    out = Text(f"samples {done}/{total if total is not None else '?'} · "
+               f"{'N/A' if rate is None else format(rate, '.2f')}/s · ETA {human_secs(r.get('eta_s'))}", style="bold")
     fits = r.get("fits")
     out += Text("\nfits: " + {True: "yes", False: "NO", None: "unknown yet"}[fits],
                 style={True: "green", False: "bold red", None: "dim"}[fits])
+    out += Text(f" · output {human_bytes(r['output_bytes'])} → {human_bytes(r.get('projected_bytes'))}")
+    out += Text(f"\n{r['files']} files · free {human_bytes(r.get('free_bytes'))}"
+                f" · /dev/shm free {human_bytes(r.get('shm_free_bytes'))}", style="dim")
+    if r.get("tokens") is not None:
+        out += Text(f" · tokens {r['tokens']:,}", style="dim")
     if r.get("summary"):
         out += Text(f"\nfinished: {format_value(r['summary'])}", style="green")
     return out
@@ -76,7 +78,7 @@ class ExtractionPane(Vertical):
     ExtractionPane { height: 1fr; padding: 0 1; }
     ExtractionPane > #ex-warning { display: none; background: $error; color: $text; text-style: bold; }
     ExtractionPane > #ex-warning.-shown { display: block; }
-    ExtractionPane > #ex-title { text-style: bold; }
+    ExtractionPane > #ex-title { text-style: bold; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     def __init__(self, ctx: ConsoleContext, *, refresh_s: float = REFRESH_S, **kwargs) -> None:
@@ -91,10 +93,12 @@ class ExtractionPane(Vertical):
                              hidden_interval=HIDDEN_S)
 
     def compose(self):
-        yield QuietStatic("", id="ex-warning", markup=False)  # paths and log text: never markup
+        # the key figures first: the warning's detail and the bar come under them (issue #17: at 80x24 the
+        # warning on top pushed rate, ETA and size off the pane)
         yield QuietStatic("no extraction step in this plan", id="ex-title", markup=False)
-        yield ProgressBar(total=None, show_eta=False, id="ex-bar")
         yield QuietStatic("", id="ex-figures", markup=False)
+        yield QuietStatic("", id="ex-warning", markup=False)  # paths and log text: never markup
+        yield ProgressBar(total=None, show_eta=False, id="ex-bar")
 
     def on_mount(self) -> None:
         self.poller.start()

@@ -12,6 +12,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from eagle_console.tui.messages import PlanReloaded, ReadGpusNow
 from eagle_console.tui.panes._logview import Poller, QuietStatic
 
 if TYPE_CHECKING:
@@ -196,11 +197,11 @@ class GpuPane(VerticalScroll):
         if self.backend is not None:
             self.backend.close()
 
-    def refresh_now(self) -> None:
-        """Read again at once (after a kill, a run starting)."""
+    # What the App tells it (tui.messages): read again at once, not at the next poll.
+    def on_read_gpus_now(self, message: ReadGpusNow) -> None:
         self.poller.poke()
 
-    def plan_reloaded(self) -> None:
+    def on_plan_reloaded(self, message: PlanReloaded) -> None:
         self.poller.poke()
 
     def _read(self) -> GpuReading:
@@ -211,7 +212,7 @@ class GpuPane(VerticalScroll):
         return read_gpus(self.backend, self.ctx)
 
     def _show(self, reading: GpuReading) -> None:
-        self.last = reading
+        self.last = self.ctx.gpus = reading  # the NCCL pane weighs its hang check with it
         self.polls += 1
         self._draw()
 

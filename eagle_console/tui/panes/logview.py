@@ -121,7 +121,7 @@ class LogView(Vertical):
 
     DEFAULT_CSS = """
     LogView { height: 1fr; }
-    LogView > .logview-status { height: 1; color: $text-muted; }
+    LogView > .logview-status { height: 1; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis; }
     LogView > .logview-status.-paused { color: $warning; text-style: bold; }
     LogView > Input { display: none; height: 3; }
     LogView > Input.-open { display: block; }
@@ -247,11 +247,14 @@ class LogView(Vertical):
         return (self._pattern.search(line) is None) if self._invert else (self._pattern.search(line) is not None)
 
     def _show_status(self) -> None:
-        # state first, the path last: a narrow pane cuts the end of the line, and the path matters least
-        parts = ["following (f pauses)" if self.following else f"PAUSED: {self.waiting} new lines (f follows)"]
-        if self.filter_text:
-            parts.append(f"filter {self.filter_text}")
-        parts.append(f"{len(self.body.lines)}/{len(self.buffer)} lines" if self._pattern else f"{len(self.buffer)} lines")
+        """State first, the path last: a narrow pane cuts the path, never whether it follows, the filter or
+        the counts (at 80 columns the line has ~36 cells)."""
+        parts = ["following" if self.following else f"PAUSED: {self.waiting} new lines"]
+        if self.filter_text:  # `/^late/ 2/4 lines`: the filter as `/` typed it, with what it lets through
+            parts.append(f"/{self.filter_text}/ {len(self.body.lines)}/{len(self.buffer)} lines")
+        else:
+            parts.append(f"{len(self.buffer)} lines")
+        parts.append("f pauses" if self.following else "f follows")
         parts.append(self.source or "no log")
         self.status.update(" · ".join(parts))
         self.status.set_class(not self.following, "-paused")

@@ -62,8 +62,7 @@ class NcclPane(ServiceLogPane):
     def __init__(self, ctx: Any, **kwargs) -> None:
         super().__init__(ctx, **kwargs)
         self.summary: dict[str, Any] | None = None
-        self.gpu_busy: bool | None = None  # from the GPU pane, refreshed on the event loop
-        self._gpus: Any = None  # the console's GPU pane, once found
+        self.gpu_busy: bool | None = None  # from the GPU pane's latest reading (ctx.gpus), on the event loop
         self._parser: Any = None
 
     def styler(self, line: str) -> Style | None:
@@ -90,19 +89,8 @@ class NcclPane(ServiceLogPane):
     def view_lines(self, batch: LogBatch) -> list[str]:
         return batch.digest[1] if batch.digest else []
 
-    def _gpu_pane(self) -> Any:
-        """The console's GPU pane, looked up once (a DOM query on every poll cost ~1 ms)."""
-        from eagle_console.tui.panes.gpus import GpuPane
-
-        if self._gpus is None:
-            found = self.app.screen_stack[0].query(GpuPane) if self.app.screen_stack else []
-            self._gpus = found.first() if found else None
-        return self._gpus
-
     def show_digest(self, batch: LogBatch) -> None:
-        gpus = self._gpu_pane()
-        if gpus is not None:
-            self.gpu_busy = gpu_busy_from(gpus.last)
+        self.gpu_busy = gpu_busy_from(self.ctx.gpus)  # the next digest's hang check uses it
         if batch.digest is None:
             self.head.update(Text("no service log", style="dim"))
             return

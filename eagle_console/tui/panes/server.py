@@ -10,25 +10,17 @@ from rich.style import Style
 from rich.text import Text
 
 from eagle_console.parse.sglang_log import describe_load
+from eagle_console.sparkline import sparkline
 from eagle_console.tui.labels import findings_text
 from eagle_console.tui.panes.follow import LogBatch, ServiceLogPane
 
-SPARK = "▁▂▃▄▅▆▇█"
 _ERROR_LINE = re.compile(r"Traceback|Error\b|Exception|out of memory|Not enough memory|failed|hit an exception"
                          r"|\bWARN(?:ING)?\b", re.IGNORECASE)
 _READY_LINE = re.compile(r"The server is fired up and ready to roll")
 _STAGE_LINE = re.compile(r"Load weight (?:begin|end)|KV Cache is allocated|Capture (?:\w+ )*cuda graph|"
                          r"Uvicorn running on|max_total_num_tokens=", re.IGNORECASE)
+SPARK_WIDTH = 30  # the newest decode logs the head line has room for
 ERROR_STYLE, READY_STYLE, STAGE_STYLE = Style(color="red", bold=True), Style(color="green", bold=True), Style(color="cyan")
-
-
-def sparkline(values: list[float | None], width: int = 30) -> str:
-    vals = [v for v in values if v is not None][-width:]
-    if not vals:
-        return ""
-    lo, hi = min(vals), max(vals)
-    span = (hi - lo) or 1.0
-    return "".join(SPARK[min(len(SPARK) - 1, int((v - lo) / span * (len(SPARK) - 1) + 0.5))] for v in vals)
 
 
 def server_line_style(line: str) -> Style | None:
@@ -63,8 +55,8 @@ def summary_text(summary: dict[str, Any], history: list[tuple[float, float | Non
         out += Text(f"\ndecode {decode['gen_throughput']:.1f} tok/s · accept len "
                     f"{'N/A' if acc is None else format(acc, '.2f')} · running {decode.get('running_req')}"
                     f" · token usage {decode.get('token_usage')} · {summary.get('decode_samples', 0)} samples")
-        tput = sparkline([t for t, _a in history])
-        accs = sparkline([a for _t, a in history])
+        tput = sparkline([t for t, _a in history], SPARK_WIDTH)
+        accs = sparkline([a for _t, a in history], SPARK_WIDTH)
         out += Text(f"\ntok/s {tput}" + (f"  accept {accs}" if accs else ""), style="magenta")
     return out + findings_text(summary.get("findings", []), 480)  # SGLang's ValueError whole
 

@@ -27,13 +27,6 @@ if TYPE_CHECKING:
     from eagle_console.tui.context import ConsoleContext
 
 
-def holders_summary(holders: list) -> str:
-    """`3 GPU holders · GPU 0: 12240 MiB, GPU 1: 2048 MiB`."""
-    by_gpu = memory_by_gpu(holders)
-    mem = ", ".join(f"GPU {g}: {mib:.0f} MiB" for g, mib in sorted(by_gpu.items())) or "no GPU memory held"
-    return f"{len(holders)} GPU holder{'s' if len(holders) != 1 else ''} · {mem}"
-
-
 def result_text(record: KillRecord) -> Text:
     killed, survivors = record.killed, record.survivors
     out = Text(f"killed {len(killed)}: {' '.join(map(str, killed)) or '-'}\n", style="bold green" if killed else "")
@@ -47,6 +40,20 @@ def result_text(record: KillRecord) -> Text:
     per_gpu = ", ".join(f"GPU {g}: {mib:.0f} MiB" for g, mib in sorted(freed.items(), key=lambda kv: int(kv[0])))
     out += Text(f"freed {sum(freed.values()):.0f} MiB" + (f" ({per_gpu})" if per_gpu else ""))
     return out
+
+
+def left_text(record: KillRecord, left: list[Holder] | None) -> Text:
+    """The summary once the kill is done: counted again after it, never the counts from before (issue #17).
+    `left` is a fresh scan's holders, None when that scan failed."""
+    head = f"after the kill: {len(record.killed)} killed · {record.freed_total:.0f} MiB freed · "
+    if left is None:
+        return Text(head + "could not scan again: see the GPUs pane", style="yellow")
+    if not left:
+        return Text(head + "no GPU holders left", style="bold")
+    mem = ", ".join(f"GPU {g}: {mib:.0f} MiB" for g, mib in sorted(memory_by_gpu(left).items())) or "no memory held"
+    orphans = sum(1 for h in left if h.cls == "orphan")
+    return Text(head + f"{len(left)} GPU holder{'s' if len(left) != 1 else ''} left ({orphans} orphan"
+                f"{'s' if orphans != 1 else ''}) · {mem}", style="bold")
 
 
 CHOOSE_KEYS = "space select · j/k move · enter send SIGTERM · esc close"
@@ -173,7 +180,9 @@ class KillScreen(ModalScreen[KillRecord | None]):
                           f"{h.used_mib:.0f}" if h.used_mib is not None else "fd", Text(h.cls, style=style),
                           Text(h.owner or "—"), Text(cmd, style=style), key=str(h.pid))
         self.state = "choosing"
-        summary = holders_summary(holders)
+        by_gpu = memory_by_gpu(holders)
+        mem = ", ".join(f"GPU {g}: {mib:.0f} MiB" for g, mib in sorted(by_gpu.items())) or "no GPU memory held"
+        summary = f"{len(holders)} GPU holders · {mem}"
         if note:
             summary += f" · {note}"
         if not holders:
@@ -299,20 +308,29 @@ class KillScreen(ModalScreen[KillRecord | None]):
         except Exception as exc:
             self.app.call_from_thread(self._done, None, f"kill failed: {exc}")
             return
-        self.app.call_from_thread(self._done, record, None)
+        self.app.call_from_thread(self._done, record, None, self._left())
+
+    def _left(self) -> list[Holder] | None:
+        """Worker: the holders after the kill, scanned again (the dialog's first scan is history now)."""
+        from eagle_console.ops import orphans
+
+        try:
+            with orphans.scan(self.ctx.sim_dir, self.ctx.journal) as after:
+                return after.holders
+        except Exception:  # the result stands; the summary says it could not count again
+            return None
 
     def _countdown(self, left: float, alive: list[int]) -> None:
         self._say(
             f"SIGTERM sent · SIGKILL in {left:.0f}s · still alive: {' '.join(map(str, alive))}")
 
-    def _done(self, record: KillRecord | None, error: str | None) -> None:
+    def _done(self, record: KillRecord | None, error: str | None, left: list[Holder] | None = None) -> None:
         self.state = "done"
         self.report = record
         progress = self.query_one("#kill-progress", Static)
         progress.update(result_text(record) if record is not None else Text(error or "", style="red"))
-        if record is not None:  # the counts above the table were the scan's: say what is left now
-            left = [h for h in self.holders if h.pid not in set(record.killed)]
-            self.query_one("#kill-summary", Static).update("after the kill: " + holders_summary(left))
+        if record is not None:
+            self.query_one("#kill-summary", Static).update(left_text(record, left))
         self.query_one("#kill-hint", Static).update("enter / esc close")
         self.call_after_refresh(self._fit)
         for pid in record.killed if record is not None else []:
