@@ -3,6 +3,7 @@ with the keys alone, on `eagle-console demo` (a simulated node) built in a temp 
 
   orphans-*     the demo's orphans on the main screen, `K`, Enter (the result), Esc
   phase0-*      n/y through Phase 0; the drafter verdict after 0.2 and after its rollback (`u`), cursor unmoved
+  phase0-120x40-0.3-server-ready  at 120x40, the server's 8 workers all listed under the GPUs
   extraction-*  1.1 running on the Extraction tab and, at the same moment, `eagle-console extraction` in
                 another shell: both rates, and how far apart they are
 
@@ -29,9 +30,9 @@ SIZE = (80, 24)
 class Term:
     """One tmux session at a fixed size: keys in with send-keys, the screen out with capture-pane."""
 
-    def __init__(self, command: str, env: dict[str, str]) -> None:
+    def __init__(self, command: str, env: dict[str, str], size: tuple[int, int] = SIZE) -> None:
         self.name = f"ec-cap-{uuid.uuid4().hex[:8]}"
-        w, h = SIZE
+        w, h = size
         exports = " ".join(f"{k}={v}" for k, v in env.items())
         subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(w), "-y", str(h),
                         f"env {exports} {command}"], check=True)
@@ -80,9 +81,9 @@ class Shots:
         return text
 
 
-def demo_console(root: Path, home: Path) -> Term:
+def demo_console(root: Path, home: Path, size: tuple[int, int] = SIZE) -> Term:
     env = {"PYTHONPATH": str(REPO), "HOME": str(home), "EAGLE_CONSOLE_KILL_GRACE": "2", "TERM": "xterm-256color"}
-    return Term(f"{sys.executable} -m eagle_console demo --dir {root}", env)
+    return Term(f"{sys.executable} -m eagle_console demo --dir {root}", env, size)
 
 
 def orphans_job(tmp: Path, shots: Shots) -> None:
@@ -185,6 +186,26 @@ def extraction(term: Term, root: Path, shots: Shots, figures: dict) -> None:
     shots.save("extraction-80x24-2-finished", term.wait(r"samples 300/300", 60))
 
 
+def wide_server_job(tmp: Path, shots: Shots) -> None:
+    """At 120x40 the space goes to what has content: with the server up, all 8 of its workers are listed."""
+    term = demo_console(tmp / "demo-wide", tmp / "home", (120, 40))
+    try:
+        term.wait(r"Quick Probe", 90)
+        term.keys("n")
+        term.wait(r"Run 0\.1 [\s\S]*Enter confirm", 20)
+        term.keys("y")
+        for step in ("0.1", "0.2", "0.2b"):
+            term.wait(done(step), 60)
+            term.keys("n")
+        text = term.wait(done("0.3") + r"[\s\S]*READY", 120)
+        text = term.wait(r"(tracked[^\n]*\n[^\n]*){8}", 10)  # the holders table fills in with the next sample
+        shots.save("phase0-120x40-0.3-server-ready", text)
+    finally:
+        term.keys("q")
+        time.sleep(3)
+        term.close()
+
+
 def main() -> int:
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "docs" / "captures"
     out.mkdir(parents=True, exist_ok=True)
@@ -195,6 +216,7 @@ def main() -> int:
         (tmp / "home").mkdir()
         orphans_job(tmp, shots)
         phase0_and_extraction_job(tmp, shots, figures)
+        wide_server_job(tmp, shots)
     text = json.dumps(figures, indent=2)
     (out / "captures.json").write_text(text + "\n")
     print(text)

@@ -16,13 +16,14 @@ def format_value(value: Any) -> str:
     if isinstance(value, float):
         return _float(value)
     if isinstance(value, Mapping):
-        return ", ".join(f"{k}: {_nested(v)}" for k, v in value.items())
+        return ", ".join(f"{k}: {format_nested(v)}" for k, v in value.items())
     if isinstance(value, (list, tuple, set, frozenset)):
         return ", ".join(format_value(v) for v in value)
     return str(value)
 
 
-def _nested(value: Any) -> str:
+def format_nested(value: Any) -> str:
+    """One value inside a line: a dict as {k: v, …} and a list as […], so where it ends shows."""
     if isinstance(value, Mapping):
         return "{" + format_value(value) + "}"
     if isinstance(value, (list, tuple, set, frozenset)):

@@ -174,3 +174,31 @@ def test_the_status_line_puts_the_state_first_and_the_path_last_at_80_columns(tm
                     what="the filter and its counts")
 
     drive(app, scenario, size=(80, 24))
+
+
+def test_long_lines_wrap_and_w_turns_it_off(tmp_path):
+    """A line wider than the pane is shown whole on several rows (it was cut at the pane's edge); the view
+    still follows the last row; `w` goes back to one row per line."""
+    ctx, logs = ctx_with_logs(tmp_path)
+    app = OutApp(ctx)
+    long_line = "traceback: " + " ".join(f"frame{i:03d}" for i in range(30))  # ~330 characters
+
+    async def main() -> None:
+        async with app.run_test(size=(60, 20)) as pilot:
+            view = app.query_one(OutputPane).view
+            await until(pilot, lambda: view.received == 1, what="start")
+            append(logs["0.1"], [long_line, "after it"])
+            await until(pilot, lambda: view.received == 3, what="long line")
+            await pilot.pause()
+            screen = "".join(str(view.body.render_line(y).text) for y in range(view.body.size.height))
+            assert "frame029" in screen and "after it" in screen, screen  # the end of the long line is shown
+            assert view.body.virtual_size.height > 3  # the long line takes several rows
+            assert view.body.scroll_offset.y == view.body.max_scroll_y  # still following
+            view.body.focus()
+            await pilot.press("w")
+            await pilot.pause()
+            assert view.body.virtual_size.height == 3
+            rows = [str(view.body.render_line(y).text).rstrip() for y in range(3)]
+            assert rows[1].startswith("traceback: frame000") and "frame029" not in rows[1], rows
+
+    asyncio.run(main())

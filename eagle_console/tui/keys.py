@@ -26,7 +26,8 @@ MUTATING = frozenset({"run", "next", "mark", "note", "rollback", "kill_orphans"}
 # Keys that exist but are not bindings (Textual's own), for the help screen.
 EXTRA_KEYS = (("tab / shift+tab", "move focus between panes"), ("ctrl+p", "command palette: every action below"),
               ("↑ ↓ j k ← → enter", "move in the plan tree, fold a phase"),
-              ("home / end", "in a log: top, bottom (End follows again); pgup pgdn a page"))
+              ("home / end", "in a log: top, bottom (End follows again); pgup pgdn a page"),
+              ("w", "in a log: wrap long lines or not (then ← → scroll sideways)"))
 # The keys of the dialogs (screens/), which their own key lines may not have room to list.
 DIALOG_KEYS = (
     ("K dialog", "space select · j/k ↑↓ move · enter SIGTERM, then SIGKILL after the grace · esc close"),

@@ -21,6 +21,7 @@ from textual.strip import Strip
 from textual.widgets import Input
 
 from eagle_console.tui.panes._logview import QuietStatic
+from eagle_console.tui.panes.wraprows import MAX_ROWS_PER_LINE, WrapRows, rows_of
 
 MAX_LINES = 10_000
 MAX_WIDTH = 400  # longer lines are cut on screen (the file keeps them whole)
@@ -46,6 +47,7 @@ class LogLines(ScrollView, can_focus=True):
         Binding("pagedown", "page_down", "Page down", show=False),
         Binding("home", "scroll_home", "Top", show=False),
         Binding("end", "scroll_end", "Bottom", show=False),
+        Binding("w", "toggle_wrap", "Wrap", show=False),
     ]
 
     def __init__(self, view: LogView, styler: Callable[[str], Style | None] | None = None, **kwargs) -> None:
@@ -54,32 +56,70 @@ class LogLines(ScrollView, can_focus=True):
         self.styler = styler
         self.lines: deque[str] = deque(maxlen=view.max_lines)
         self._width = 0
+        self.wrap = True  # long lines on several rows; `w` turns it off (then ←/→ scroll sideways)
+        self._rows = WrapRows()
 
     def set_lines(self, lines: Iterable[str]) -> None:
         self.lines = deque(lines, maxlen=self.view.max_lines)
         self._width = max((len(s) for s in self.lines), default=0)
+        self._rows.width = 0  # rebuilt for the new lines
         self._resize()
 
     def extend(self, lines: list[str]) -> int:
-        """Append; returns how many old lines fell off the head."""
+        """Append; returns how many rows (old lines) fell off the head."""
         dropped = max(0, len(self.lines) + len(lines) - self.view.max_lines)
-        self.lines.extend(lines)
+        rows_before = self._rows.total
+        if self.wrap and not dropped and 0 < self._rows.width == self._wrap_width():
+            self._rows.append(lines)
+            self.lines.extend(lines)
+        else:
+            self.lines.extend(lines)
+            self._rows.width = 0
         self._width = max(self._width, max((len(s) for s in lines[-2000:]), default=0))
         self._resize()
+        if self.wrap and dropped:  # the rows of the lines that fell off, as the view scrolls by rows
+            return max(0, rows_before + sum(rows_of(s, self._rows.width or 1) for s in lines) - self._rows.total)
         return dropped
 
+    def _wrap_width(self) -> int:
+        # the width inside the scrollbar (0 before the first layout: nothing is wrapped until then)
+        return self.scrollable_content_region.width
+
     def _resize(self) -> None:
-        self.virtual_size = Size(min(self._width, MAX_WIDTH), len(self.lines))
+        if self.wrap and self._wrap_width() == 0:
+            self.virtual_size = Size(0, len(self.lines))
+        elif self.wrap:
+            if self._rows.width != self._wrap_width():
+                self._rows.rebuild(self.lines, self._wrap_width())
+            self.virtual_size = Size(self._wrap_width(), self._rows.total)
+        else:
+            self.virtual_size = Size(min(self._width, MAX_WIDTH), len(self.lines))
         self.refresh()
 
+    def action_toggle_wrap(self) -> None:
+        self.wrap = not self.wrap
+        self._rows.width = 0
+        self._resize()
+        if self.view.following:
+            self.scroll_end(animate=False, immediate=True)
+
     def render_line(self, y: int) -> Strip:
-        index = self.scroll_offset.y + y
+        row = self.scroll_offset.y + y
         width = self.size.width
-        if index >= len(self.lines):
-            return Strip.blank(width, self.rich_style)
-        line = self.lines[index]
-        x = self.scroll_offset.x
-        text = line[x:x + width]
+        if self.wrap:
+            if row >= self._rows.total or self._rows.width != self._wrap_width():
+                return Strip.blank(width, self.rich_style)
+            index, part = self._rows.locate(row)
+            line, cut = self.lines[index], self._rows.width
+            text = line[part * cut:(part + 1) * cut]
+            if part == MAX_ROWS_PER_LINE - 1 and len(line) > (part + 1) * cut:
+                text = text[:-1] + "…"
+        else:
+            if row >= len(self.lines):
+                return Strip.blank(width, self.rich_style)
+            line = self.lines[row]
+            x = self.scroll_offset.x
+            text = line[x:x + width]
         style = self.rich_style
         if self.styler is not None:
             extra = self.styler(line)
@@ -88,13 +128,17 @@ class LogLines(ScrollView, can_focus=True):
         return Strip([Segment(text.ljust(width), style)], width)
 
     def on_resize(self) -> None:
+        self._resize()  # wrapped rows depend on the width
+        self._on_resized()
+
+    def _on_resized(self) -> None:
         """A following view stays on the last line when it changes size (the terminal resized, the head
         above it grew, the tab shown again): Textual keeps the offset, which left the end off screen."""
         if self.view.following:
             self.scroll_end(animate=False, immediate=True)
 
     def on_show(self) -> None:
-        self.on_resize()
+        self._on_resized()
 
     # Scrolling up by hand pauses following; End resumes it.
     def action_scroll_up(self) -> None:

@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from eagle_console.figures import format_nested
 from eagle_console.tui.labels import rollback_label
 
 if TYPE_CHECKING:
@@ -39,9 +40,8 @@ def info_text(plan: Plan, item_id: str | None) -> Text:
     else:
         ask = " (asks first)" if step.confirm else ""
         out += Text(f"\nr runs{ask}: {step.action.describe()}{' (a service)' if step.service else ''}")
-        if step.action.with_:
-            args = ", ".join(f"{k}={v}" for k, v in step.action.with_.items())
-            out += Text(f"\n  with {args}", style="dim")
+        for key, value in step.action.with_.items():  # one line each: a long path wraps on its own line
+            out += Text(f"\n  {key}: {format_nested(value)}", style="dim")
     if step.check:
         out += Text(f"\ncheck: {step.check.describe()}")
     if step.needs:
