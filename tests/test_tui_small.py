@@ -196,7 +196,7 @@ def test_help_lists_the_dialogs_keys_and_every_palette_command(tmp_path):
         await pilot.press("question_mark")
         await until(pilot, lambda: app.screen.query("#help-keys"), what="help")
         text = "\n".join(str(w.render()) for w in app.screen.query("Static"))
-        for key in ("space select", "y / n", "c toggle --cascade", "End follows again", "j k"):
+        for key in ("space select", "y / n", "c with or without its dependents", "End follows again", "j k"):
             assert key in text, key
         for _key, _action, title, _help in ACTIONS:
             assert title in text, title

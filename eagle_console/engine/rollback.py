@@ -102,7 +102,7 @@ def undo_item(engine: Engine, step: Step, force: bool = False) -> UndoItem:
     if stop:
         return UndoItem(step.id, "stop the service", None, stop)
     if force:
-        return UndoItem(step.id, "no rollback defined: marked rolled back only (--force)", mark_only=True)
+        return UndoItem(step.id, "no rollback defined: marked rolled back only (forced)", mark_only=True)
     raise Refused(f"step {step.id} has no `rollback` and no built-in undo: add one to the plan, or mark it by "
                   "hand", fix="force")
 

@@ -35,8 +35,8 @@ def describe(path: Path, exc: BaseException) -> JournalError:
         what = (f"cannot be written: the disk is full (SQLite: {text}); free space — runs keep their exit in "
                 f"their run spec and it is recorded when space returns")
     elif "readonly" in low or "read-only" in low or "unable to open" in low:
-        what = (f"cannot be written (SQLite: {text}): a read-only mount or another owner; `status` and "
-                f"`tui --readonly` still read it")
+        what = (f"cannot be written (SQLite: {text}): a read-only mount or another owner; it can still "
+                f"be read (`status`, a read-only console)")
     elif "locked" in low or "busy" in low:
         what = f"is locked by another process for too long (SQLite: {text}); try again"
     else:

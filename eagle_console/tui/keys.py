@@ -34,7 +34,7 @@ DIALOG_KEYS = (
     ("", "y / n answer the second question (a tracked process) · enter closes once done"),
     ("Run?", "enter / y run · esc / n cancel"),
     ("Mark", "↑↓ pick a status · enter, then type a note (optional) · enter mark · esc cancel"),
-    ("Roll back", "enter roll back · c toggle --cascade (its dependents too) · esc cancel"),
+    ("Roll back", "enter roll back · c with or without its dependents · esc cancel"),
     ("Note", "type · enter save · esc cancel"),
 )
 

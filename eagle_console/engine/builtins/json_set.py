@@ -146,8 +146,8 @@ class JsonSet(Builtin):
         if sha256(current) != state["written_sha"] and not ctx.force:
             raise BuiltinError(
                 f"{path} changed since json.set wrote it (sha256 {sha256(current)[:12]}…, expected "
-                f"{state['written_sha'][:12]}…): refusing to overwrite someone's edit; roll back with --force "
-                "to restore the backup anyway")
+                f"{state['written_sha'][:12]}…): refusing to overwrite someone's edit; a forced rollback "
+                "restores the backup anyway")
         write_atomic(path, data)
         ctx.save(STATE + ".undone", state)
         (ctx.artifacts / STATE).unlink(missing_ok=True)

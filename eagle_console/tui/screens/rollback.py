@@ -1,4 +1,4 @@
-"""The rollback confirmation: every UndoItem in the order it will be undone; `c` toggles --cascade.
+"""The rollback confirmation: every UndoItem in the order it will be undone; `c` adds or drops its dependents.
 
 When the plain rollback is refused because completed steps depend on the target, the screen says so and
 offers the cascade order; Enter confirms only an order that is not refused.
@@ -20,7 +20,7 @@ def order_text(choice: RollbackChoice, cascade: bool) -> str:
     if refused:
         lines = [f"refused: {refused}"]
         if not cascade and not choice.cascade_refused:
-            lines.append("press c to include its dependents (--cascade)")
+            lines.append("press c to include its dependents")
         return "\n".join(lines)
     items = choice.items_for(cascade)
     return "\n".join(f"{n}. {item.step_id}: {item.description}" for n, item in enumerate(items, 1))
@@ -46,10 +46,10 @@ class RollbackScreen(ModalScreen["bool | None"]):
         with Vertical(id="dialog"):
             yield Static(self._title_text(), id="dialog-title", markup=False)
             yield Static(order_text(self.choice, self.cascade), id="rollback-order", markup=False)
-            yield Static("Enter roll back · c toggle --cascade · Esc cancel", id="dialog-keys")
+            yield Static("Enter roll back · c with/without dependents · Esc cancel", id="dialog-keys")
 
     def _title_text(self) -> str:
-        return f"Roll back {self.choice.target}{'  [--cascade]' if self.cascade else ''}, in this order:"
+        return f"Roll back {self.choice.target}{'  with its dependents' if self.cascade else ''}, in this order:"
 
     @property
     def order_plain(self) -> str:
