@@ -165,3 +165,14 @@ def test_orphans_with_plan_names_the_run_that_left_them(tmp_path):
     finally:
         for pid in session_pids(run.sid):  # the worker and the shell's `sleep`
             os.kill(pid, signal.SIGKILL)
+
+
+def test_orphans_without_gpus_says_so_once_and_never_none():
+    """It printed "no GPU holders" (a guess: nothing could be read) and the backend's error twice."""
+    out = cli("orphans", "--kill", "--yes", env={"EAGLE_CONSOLE_GPU_BACKEND": "none"})
+    assert out.returncode == 1
+    assert "no GPU holders" not in out.stdout, out.stdout
+    assert out.stderr.count("was requested") == 1, out.stderr
+    assert "cannot read the GPUs" in out.stderr and "nothing was signalled" in out.stderr
+    doc = json.loads(cli("orphans", "--json", env={"EAGLE_CONSOLE_GPU_BACKEND": "none"}).stdout)
+    assert doc["error"].startswith("cannot read the GPUs") and doc["holders"] == []

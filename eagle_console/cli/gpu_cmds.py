@@ -127,14 +127,14 @@ def _confirm(targets: list, scope: str) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
-def _print_holders(holders: list, refused: dict[int, str]) -> None:
+def _print_holders(holders: list, refused: dict[int, str], error: str | None = None) -> None:
     for h in holders:
         print(f"{h.pid:>7} ppid {h.ppid if h.ppid is not None else '?':>7} {h.user or '?':<8} "
               f"gpus {','.join(map(str, h.gpus)) or '-':<7} {_na(h.used_mib):>8} MiB {h.cls:<7} "
               f"{h.owner or '-':<6} {h.reason or '':<28} {h.command[:70]}")
         if h.pid in refused:
             print(f"{'':>7} not signalled: {refused[h.pid]}")
-    if not holders:
+    if not holders and error is None:  # with an error, "none" would be a guess: _finish says why instead
         print("no GPU holders")
 
 
@@ -162,9 +162,7 @@ def cmd_orphans(args: argparse.Namespace) -> int:
             doc["error"] = f"cannot scan GPU holders: {exc}"
             return _finish(args, doc)
         with found:
-            doc["error"] = found.error
-            if found.error and not args.json:
-                print(f"{found.backend_name}: {found.error}", file=sys.stderr)
+            doc["error"] = found.error and f"cannot read the GPUs ({found.backend_name}): {found.error}"
             targets = orphans.choose(found, args.scope, args.match)
             skipped = {} if args.include_tracked else {
                 h.pid: f"tracked by step {h.owner}: --include-tracked to kill it" for h in targets if h.cls == "tracked"}
@@ -172,7 +170,7 @@ def cmd_orphans(args: argparse.Namespace) -> int:
             refused = {**skipped, **found.refused}
             doc["holders"] = [_holder_dict(h, refused.get(h.pid)) for h in found.holders]
             if not args.json:
-                _print_holders(found.holders, refused)
+                _print_holders(found.holders, refused, found.error)
             if args.kill and targets and (args.yes or _confirm(targets, args.scope)):
                 def say(msg: str) -> None:
                     print(msg, file=sys.stderr if args.json else sys.stdout, flush=True)
@@ -230,8 +228,9 @@ def _holder_dict(h: Any, refused: str | None) -> dict[str, Any]:
 def _finish(args: argparse.Namespace, doc: dict[str, Any]) -> int:
     if args.json:
         print_json(doc)
-    elif doc["error"] and not doc["holders"]:
-        print(doc["error"], file=sys.stderr)
+    elif doc["error"]:  # once, on stderr: the listing above may miss holders, and a kill did nothing
+        print(doc["error"] + ("; nothing was signalled" if args.kill and not doc["killed"] else ""),
+              file=sys.stderr)
     nodes = doc.get("nodes") or {}
     node_failed = any(isinstance(e, dict) and (e.get("survivors") or e.get("error")) for e in nodes.values())
     return 1 if doc["survivors"] or doc["error"] or node_failed or isinstance(nodes.get("error"), str) else 0
