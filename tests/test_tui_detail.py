@@ -96,3 +96,30 @@ def test_the_detail_line_says_what_u_does_and_toasts_stay_off_it_when_findings_g
             assert not toast.region.overlaps(app.query_one("#detail").region), (toast.region, detail())
 
     drive(app, scenario, size=(80, 24))
+
+
+def test_the_log_path_is_shown_relative_to_the_plan_folder_at_80x24(tmp_path):
+    """The whole absolute path took a third Detail row at 80x24 (issue #17): under the plan's folder it is
+    relative to it, under the home folder it starts with ~, elsewhere it stays whole."""
+    from enginekit import write_plan
+
+    from eagle_console.tui.panes.detail import shown_path
+
+    assert shown_path(str(tmp_path / "logs" / "a.log"), tmp_path) == "logs/a.log"
+    assert shown_path(str(Path.home() / "x" / "b.log"), tmp_path) == "~/x/b.log"
+    assert shown_path("/var/log/c.log", tmp_path) == "/var/log/c.log"
+    plan = write_plan(tmp_path, '[[phase]]\nid = "0"\ntitle = "p"\n[[phase.step]]\nid = "0.1"\ntitle = "t"\n'
+                                'run = "true"\n')
+    log = tmp_path / "a-long-state-folder-name-as-real-ones-have" / "logs" / "0.1-run-1.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("x\n")
+    app, journal = open_app(plan)
+    journal.begin_run("0.1", command="true", log=str(log))
+
+    async def scenario(pilot):
+        await select(pilot, "0.1")
+        await until(pilot, lambda: "log a-long-state-folder-name-as-real-ones-have/logs/0.1-run-1.log"
+                    in app.query_one("#detail").render().plain, what="the relative path")
+        assert str(tmp_path) not in app.query_one("#detail").render().plain
+
+    drive(app, scenario, size=(80, 24))

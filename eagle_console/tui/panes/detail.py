@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -25,6 +26,18 @@ DRAFTER_POLL_S = 1.0  # the verdict is right within ~1 s of a fix or a rollback
 def _when(at: float) -> str:
     same_day = time.strftime("%Y-%m-%d", time.localtime(at)) == time.strftime("%Y-%m-%d")
     return time.strftime("%H:%M" if same_day else "%Y-%m-%d %H:%M", time.localtime(at))
+
+
+def shown_path(path: str, folder: Path) -> str:
+    """A log path as short as it can be and still be typed: relative to the plan's folder when under it (a
+    shell opened there, as `eagle-console log` is), else with ~ for the home folder (80 columns fit it)."""
+    p = Path(path)
+    for base, prefix in ((folder, ""), (Path.home(), "~/")):
+        try:
+            return prefix + str(p.relative_to(base))
+        except ValueError:
+            continue
+    return path
 
 
 def describe(plan: Plan, item_id: str | None, snap: Snapshot | None) -> Text:
@@ -60,7 +73,7 @@ def describe(plan: Plan, item_id: str | None, snap: Snapshot | None) -> Text:
         if run.pid:
             second.append(f"pid {run.pid}")
         if run.log:
-            second.append(f"log {run.log}")
+            second.append(f"log {shown_path(run.log, plan.folder)}")
     unmet = unmet_needs(plan, step, step_status)
     if unmet and step_status.get(step.id) not in ("completed", "skipped"):
         second.append(f"needs {', '.join(unmet)}")
