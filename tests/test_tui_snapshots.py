@@ -117,13 +117,16 @@ def test_main_screen(node, size):
     assert_snapshot(f"main-{size[0]}x{size[1]}", text)
 
 
-def test_help_screen(node):
-    assert_snapshot("help-120x40", shoot(node, (120, 40), "question_mark", settle=lambda s: "Esc closes" in s))
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
+def test_help_screen(node, size):
+    text = shoot(node, size, "question_mark", settle=lambda s: "Esc closes" in s)
+    assert_snapshot(f"help-{size[0]}x{size[1]}", text)
 
 
-def test_mark_dialog_on_a_failed_step(node):
-    text = shoot(node, (120, 40), "down", "down", "m", settle=lambda s: "Mark 0.2b" in s)
-    assert_snapshot("mark-0.2b-120x40", text)
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
+def test_mark_dialog_on_a_failed_step(node, size):
+    text = shoot(node, size, "down", "down", "m", settle=lambda s: "Mark 0.2b" in s)
+    assert_snapshot(f"mark-0.2b-{size[0]}x{size[1]}", text)
 
 
 @pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
