@@ -73,7 +73,7 @@ def test_orphans_preselected_enter_kills_frees_memory_and_journals(tmp_path, nod
             screen = KillScreen(ctx)
             app.push_screen(screen, results.append)
             await until(pilot, lambda: screen.state == "choosing", what="scan")
-            assert screen.selected == set(orphans)
+            assert screen.selected == {str(p) for p in orphans}
             assert {h.pid for h in screen.holders} >= set(orphans) | {other}
             plan = str(screen.query_one("#kill-plan").render())
             assert "SIGTERM" in plan and "GPU 3 6120 MiB" in plan and "GPU 5 6120 MiB" in plan
@@ -81,9 +81,9 @@ def test_orphans_preselected_enter_kills_frees_memory_and_journals(tmp_path, nod
             rows = [h.pid for h in screen.holders]
             screen.query_one("DataTable").move_cursor(row=rows.index(other))
             await pilot.press("space")
-            assert other in screen.selected
+            assert str(other) in screen.selected
             await pilot.press("space")
-            assert screen.selected == set(orphans)
+            assert screen.selected == {str(p) for p in orphans}
             await pilot.press("enter")
             await until(pilot, lambda: screen.state == "done", timeout=30, what="kill done")
             report = screen.report

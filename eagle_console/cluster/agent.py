@@ -19,6 +19,14 @@ from eagle_console.cluster import NAMESPACE, pin
 AGENT_PREFIX = "eagle-node-agent:"
 
 
+def refusals(holders: list) -> dict[str, str]:
+    """pid (a JSON key) -> why node.kill refuses it on this node (PID 1, eagle-console processes, …)."""
+    from eagle_console.node.kill import protection, refusal
+
+    protected = protection(frozenset())
+    return {str(h.pid): why for h in holders if (why := refusal(h, (), protected))}
+
+
 class NodeAgent:
     def __init__(self, name: str) -> None:
         self.name = name
@@ -44,6 +52,7 @@ class NodeAgent:
             backend.close()
         doc = gpus_document(sample, scan.holders, scan.pid_namespace)
         doc["holders"] = [h.to_dict() for h in scan.holders]
+        doc["refused"] = refusals(scan.holders)  # what a kill here would refuse, for `K` to show greyed
         doc["sampled_at"] = time.time()
         return doc
 
@@ -67,7 +76,8 @@ class NodeAgent:
             raise
         found = orphans.HolderScan(holders, refused, sample.backend, sample.error, backend)
         with found:
-            targets = orphans.choose(found, scope, match)
+            # the console's hand-picked pids (scope "selected") are chosen among all holders, then narrowed
+            targets = orphans.choose(found, "all" if scope == orphans.SELECTED else scope, match)
             if pids is not None:
                 targets = [h for h in targets if h.pid in set(pids)]
             if not include_tracked:

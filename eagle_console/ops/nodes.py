@@ -12,9 +12,43 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from eagle_console.journal import Journal
+    from eagle_console.node.gpus import GpuSample
+    from eagle_console.node.procs import Holder
 
 READ_TIMEOUT_S = 2.0
 _last: dict[str, dict[str, Any]] = {}  # node name -> its last reading in this process
+_known: dict[str, Any] = {}  # node name -> its ClusterNode as last seen: a node that vanishes stays listed
+
+
+def _last_line(exc: BaseException) -> str:
+    """A remote error's point: Ray's RayTaskError carries the whole remote traceback, in colour."""
+    import re
+
+    lines = [ln for ln in re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).splitlines() if ln.strip()]
+    return lines[-1].strip() if lines else type(exc).__name__
+
+
+def holders_of(entry: dict[str, Any]) -> list[Holder]:
+    """A node entry's holders as Holder records (for the same tables as this machine's), None-safe."""
+    from eagle_console.node.procs import Holder
+
+    by_pid: dict[int, dict[int, float]] = {}  # the per-GPU memory is in the GPUs' process lists
+    for g in entry.get("gpus") or []:
+        for p in g.get("processes") or []:
+            if p.get("used_mib") is not None:
+                by_pid.setdefault(p["pid"], {})[g["index"]] = p["used_mib"]
+    return [Holder(pid=d["pid"], ppid=d.get("ppid"), user=d.get("user"), command=d.get("command") or "",
+                   gpus=list(d.get("gpus") or []), used_mib=d.get("used_mib"), cls=d.get("class") or "other",
+                   owner=d.get("owner"), reason=d.get("reason"), used_by_gpu=by_pid.get(d["pid"], {}))
+            for d in entry.get("holders") or []]
+
+
+def gpus_of(entry: dict[str, Any]) -> list[GpuSample]:
+    """A node entry's GPUs as GpuSample records (the `gpus --json` keys are the sample's field names)."""
+    from eagle_console.node.gpus import GpuSample
+
+    keys = set(GpuSample.__dataclass_fields__) - {"processes"}
+    return [GpuSample(**{k: v for k, v in g.items() if k in keys}) for g in entry.get("gpus") or []]
 
 
 def tracked_on(journal: Journal | None, node: str) -> list:
@@ -37,11 +71,16 @@ def read_nodes(address: str, journal: Journal | None = None,
     from eagle_console.cluster.connect import cluster_nodes
 
     nodes = cluster_nodes(address)
-    pending: dict[Any, str] = {}
     errors: dict[str, str] = {}
+    for name, known in _known.items():  # the GCS drops a dead node from its table seconds later (Ray 2.60)
+        if name not in {n.name for n in nodes}:
+            nodes.append(known._replace(alive=False))
+            errors[name] = "gone from the cluster's node table (its raylet died or left)"
+    _known.update({n.name: n for n in nodes})
+    pending: dict[Any, str] = {}
     for n in nodes:
         if not n.alive:
-            errors[n.name] = "the node is dead (the cluster's health check)"
+            errors.setdefault(n.name, "the node is dead (the cluster's health check)")
             continue
         try:
             pending[agent(n.name).read.remote(tracked_on(journal, n.name))] = n.name
@@ -67,13 +106,14 @@ def read_nodes(address: str, journal: Journal | None = None,
             "reading_age_s": round(now - last["sampled_at"], 1) if last else None,
             "gpus": last["gpus"] if last else None,  # None: never read, not "0 GPUs"
             "holders": last["holders"] if last else None,
+            "refused": last.get("refused", {}) if last else {},
         })
     return out
 
 
 def kill_on_nodes(address: str, *, scope: str, match: list[str], grace: float, journal: Journal | None,
                   include_tracked: bool = False, pids: dict[str, list[int]] | None = None,
-                  who: str | None = None) -> dict[str, dict[str, Any]]:
+                  who: str | None = None, face: str | None = None) -> dict[str, dict[str, Any]]:
     """Kill on every reachable node (or only `pids[node]`), each by its agent; one KillRecord per node in
     the journal (its data names the node)."""
     import ray
@@ -93,9 +133,9 @@ def kill_on_nodes(address: str, *, scope: str, match: list[str], grace: float, j
         try:
             data = ray.get(ref, timeout=grace + 60.0)
         except Exception as exc:  # noqa: BLE001 - that node's kill failed: say so, go on with the others
-            out[name] = {"error": f"{type(exc).__name__}: {exc}"}
+            out[name] = {"error": _last_line(exc)}
             continue
-        record = KillRecord(who=who or current_operator(), scope=scope, face=data["face"], step_id=None,
+        record = KillRecord(who=who or current_operator(), scope=scope, face=face or data["face"], step_id=None,
                             run_id=None, killed=data["killed"], survivors=data["survivors"], gone=data["gone"],
                             refused=data["refused"], freed_mib=data["freed_mib"])
         if journal is not None:

@@ -28,6 +28,8 @@ class ConsoleContext:
     # The GPU pane's latest reading (a panes.gpus.GpuReading), set on the event loop: the NCCL pane weighs
     # its hang check with it instead of looking the GPU pane up in the DOM.
     gpus: Any = None
+    # With a plan's [cluster]: the nodes' latest entries (ops.nodes.read_nodes), set by the GPUs pane.
+    nodes: Any = None
 
     @property
     def engine(self) -> Engine:

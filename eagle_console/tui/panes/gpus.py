@@ -188,6 +188,10 @@ class GpuPane(VerticalScroll):
     def compose(self):
         yield QuietStatic("reading GPUs…", id="gpu-rows")
         yield QuietStatic("", id="gpu-procs")
+        if self.ctx.plan.cluster is not None:  # Ray only for a plan that names a cluster
+            from eagle_console.tui.panes.gpu_nodes import NodeSections
+
+            yield NodeSections(self.ctx, id="gpu-nodes")
 
     def on_mount(self) -> None:
         self.poller.start()

@@ -10,7 +10,7 @@ step; only `y` answers it, Enter alone keeps the selection and kills nothing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.binding import Binding
@@ -20,40 +20,12 @@ from textual.widgets import DataTable, Static
 
 from eagle_console.ops.orphans import KillRecord, memory_by_gpu
 from eagle_console.tui.panes.gpus import holder_command
+from eagle_console.tui.screens.kill_text import left_text, remote_text, result_text, row_key
 
 if TYPE_CHECKING:
     from eagle_console.node.procs import Holder
     from eagle_console.ops.orphans import HolderScan
     from eagle_console.tui.context import ConsoleContext
-
-
-def result_text(record: KillRecord) -> Text:
-    killed, survivors = record.killed, record.survivors
-    out = Text(f"killed {len(killed)}: {' '.join(map(str, killed)) or '-'}\n", style="bold green" if killed else "")
-    if survivors:
-        out += Text(f"SURVIVORS {len(survivors)}: {' '.join(map(str, survivors))}\n", style="bold red")
-    if record.gone:
-        out += Text(f"already gone: {' '.join(map(str, record.gone))}\n", style="dim")
-    for r in record.refused:
-        out += Text(f"not signalled {r['pid']}: {r['reason']}\n", style="yellow")
-    freed = record.freed_mib
-    per_gpu = ", ".join(f"GPU {g}: {mib:.0f} MiB" for g, mib in sorted(freed.items(), key=lambda kv: int(kv[0])))
-    out += Text(f"freed {sum(freed.values()):.0f} MiB" + (f" ({per_gpu})" if per_gpu else ""))
-    return out
-
-
-def left_text(record: KillRecord, left: list[Holder] | None) -> Text:
-    """The summary once the kill is done: counted again after it, never the counts from before (issue #17).
-    `left` is a fresh scan's holders, None when that scan failed."""
-    head = f"after the kill: {len(record.killed)} killed · {record.freed_total:.0f} MiB freed · "
-    if left is None:
-        return Text(head + "could not scan again: see the GPUs pane", style="yellow")
-    if not left:
-        return Text(head + "no GPU holders left", style="bold")
-    mem = ", ".join(f"GPU {g}: {mib:.0f} MiB" for g, mib in sorted(memory_by_gpu(left).items())) or "no memory held"
-    orphans = sum(1 for h in left if h.cls == "orphan")
-    return Text(head + f"{len(left)} GPU holder{'s' if len(left) != 1 else ''} left ({orphans} orphan"
-                f"{'s' if orphans != 1 else ''}) · {mem}", style="bold")
 
 
 CHOOSE_KEYS = "space select · j/k move · enter send SIGTERM · esc close"
@@ -96,9 +68,12 @@ class KillScreen(ModalScreen[KillRecord | None]):
             self.grace = resolve_grace() if grace is None else grace
         except GraceError as exc:  # a bad EAGLE_CONSOLE_KILL_GRACE: say so instead of guessing a grace
             self.grace, self.grace_error = 0.0, str(exc)
-        self.holders: list[Holder] = []
+        self.holders: list[Holder] = []  # this machine's
         self.refused: dict[int, str] = {}
-        self.selected: set[int] = set()
+        # every row in table order: (node, holder), node None for this machine's (cluster nodes: ctx.plan.cluster)
+        self.rows: list[tuple[str | None, Holder]] = []
+        self.refused_rows: dict[str, str] = {}  # row_key -> why it cannot be signalled
+        self.selected: set[str] = set()  # row keys
         self.state = "scanning"  # scanning | choosing | confirming (a tracked one) | killing | done
         self.report: KillRecord | None = None
         self._found: HolderScan | None = None
@@ -157,75 +132,123 @@ class KillScreen(ModalScreen[KillRecord | None]):
         except Exception as exc:  # show it in the dialog instead of crashing the console
             self.app.call_from_thread(self._show_error, f"cannot scan GPU holders: {exc}")
             return
-        self.app.call_from_thread(self._show_holders, self._found)
+        self.app.call_from_thread(self._show_holders, self._found, self._scan_nodes())
+
+    def _scan_nodes(self) -> list[dict[str, Any]]:
+        """Worker: with a plan's [cluster], every node's holders read now (each node's agent scans there)."""
+        cluster = self.ctx.plan.cluster
+        if cluster is None:
+            return []
+        from eagle_console.ops.nodes import read_nodes
+
+        try:
+            return read_nodes(cluster.address, self.ctx.journal)
+        except Exception as exc:  # noqa: BLE001 - the cluster is down: this machine's holders still show
+            return [{"name": "?", "reachable": False, "error": f"cannot read the cluster: {exc}", "holders": None}]
 
     def _show_error(self, message: str) -> None:
         self.state = "done"
         self.query_one("#kill-summary", Static).update(Text(message, style="red"))
 
-    def _show_holders(self, found: HolderScan) -> None:
+    def _show_holders(self, found: HolderScan, nodes: list[dict[str, Any]] | None = None) -> None:
+        from eagle_console.ops.nodes import holders_of
         from eagle_console.ops.orphans import preselected
 
         holders, refused = self.holders, self.refused = found.holders, found.refused
         note = found.error if found.unavailable else None
-        self.selected = preselected(found)
+        self.rows = [(None, h) for h in holders]
+        self.refused_rows = {row_key(None, pid): why for pid, why in refused.items()}
+        self.selected = {row_key(None, pid) for pid in preselected(found)}
+        unreachable = []
+        for entry in nodes or []:
+            if not entry.get("reachable"):
+                unreachable.append(f"node {entry['name']} UNREACHABLE ({entry.get('error')})")
+                continue
+            for h in holders_of(entry):
+                key = row_key(entry["name"], h.pid)
+                self.rows.append((entry["name"], h))
+                why = (entry.get("refused") or {}).get(str(h.pid))
+                if why:
+                    self.refused_rows[key] = why
+                elif h.cls == "orphan":  # preselected as this machine's are
+                    self.selected.add(key)
         table = self.query_one(DataTable)
-        for h in holders:
-            why = refused.get(h.pid)
+        for node, h in self.rows:
+            key = row_key(node, h.pid)
+            why = self.refused_rows.get(key)
             cmd = holder_command(h, 50)
             if why:
                 cmd = f"✗ {why} · {holder_command(h, 40)}"
             style = "bold red" if h.cls == "orphan" else "dim" if why else ""
-            table.add_row(self._mark(h.pid), Text(str(h.pid), style=style), ",".join(map(str, h.gpus)) or "-",
+            table.add_row(self._mark(key), Text(key, style=style), ",".join(map(str, h.gpus)) or "-",
                           f"{h.used_mib:.0f}" if h.used_mib is not None else "fd", Text(h.cls, style=style),
-                          Text(h.owner or "—"), Text(cmd, style=style), key=str(h.pid))
+                          Text(h.owner or "—"), Text(cmd, style=style), key=key)
         self.state = "choosing"
         by_gpu = memory_by_gpu(holders)
         mem = ", ".join(f"GPU {g}: {mib:.0f} MiB" for g, mib in sorted(by_gpu.items())) or "no GPU memory held"
         summary = f"{len(holders)} GPU holders · {mem}"
+        remote = len(self.rows) - len(holders)
+        if nodes:
+            summary = f"this machine: {summary} · cluster nodes: {remote} GPU holder{'s' if remote != 1 else ''}"
         if note:
             summary += f" · {note}"
-        if not holders:
+        if not self.rows:
             summary = "No GPU holders: nothing to kill." + (f" ({note})" if note else "")
+        if unreachable:
+            summary += " · " + "; ".join(unreachable)
         self.query_one("#kill-summary", Static).update(summary)
         self._show_plan()
 
-    def _mark(self, pid: int) -> Text:
-        if pid in self.refused:
+    def _mark(self, key: str) -> Text:
+        if key in self.refused_rows:
             return Text("✗", style="dim")
-        return Text("[x]", style="bold red") if pid in self.selected else Text("[ ]")
+        return Text("[x]", style="bold red") if key in self.selected else Text("[ ]")
 
     def _show_plan(self) -> None:
         chosen = self.chosen()
+        remote = self.chosen_remote()
         if self.grace_error:
             text = Text(f"{self.grace_error}: fix it to kill from here", style="red")
-        elif not chosen:
+        elif not chosen and not remote:
             text = Text("Nothing selected.", style="dim")
         else:
             freed = memory_by_gpu(chosen)
-            gpus = ", ".join(f"GPU {g} {mib:.0f} MiB" for g, mib in sorted(freed.items()))
-            text = Text(f"Enter sends SIGTERM to {len(chosen)} process(es): {' '.join(str(h.pid) for h in chosen)}\n"
-                        f"then SIGKILL to survivors after {self.grace:g}s; expected to free {gpus or '? MiB'}",
-                        style="bold")
+            gpus = [f"GPU {g} {mib:.0f} MiB" for g, mib in sorted(freed.items())]
+            gpus += [f"node {node} GPU {g} {mib:.0f} MiB" for node, hs in sorted(remote.items())
+                     for g, mib in sorted(memory_by_gpu(hs).items())]
+            keys = [str(h.pid) for h in chosen] + [row_key(n, h.pid) for n, hs in sorted(remote.items()) for h in hs]
+            text = Text(f"Enter sends SIGTERM to {len(keys)} process(es): {' '.join(keys)}\n"
+                        f"then SIGKILL to survivors after {self.grace:g}s; expected to free "
+                        f"{', '.join(gpus) or '? MiB'}", style="bold")
         self.query_one("#kill-plan", Static).update(text)
         self.call_after_refresh(self._fit)
 
     def chosen(self) -> list[Holder]:
-        return [h for h in self.holders if h.pid in self.selected]
+        """This machine's selected holders."""
+        return [h for node, h in self.rows if node is None and row_key(None, h.pid) in self.selected]
+
+    def chosen_remote(self) -> dict[str, list[Holder]]:
+        """The cluster nodes' selected holders, by node."""
+        out: dict[str, list[Holder]] = {}
+        for node, h in self.rows:
+            if node is not None and row_key(node, h.pid) in self.selected:
+                out.setdefault(node, []).append(h)
+        return out
 
     # ---- keys ------------------------------------------------------------------------------------
 
     def action_toggle(self) -> None:
-        if self.state != "choosing" or not self.holders:
+        if self.state != "choosing" or not self.rows:
             return
         table = self.query_one(DataTable)
-        h = self.holders[table.cursor_row]
-        if h.pid in self.refused:
+        node, h = self.rows[table.cursor_row]
+        key = row_key(node, h.pid)
+        if key in self.refused_rows:
             self.app.bell()
-            self._say(f"{h.pid} cannot be signalled: {self.refused[h.pid]}")
+            self._say(f"{key} cannot be signalled: {self.refused_rows[key]}")
             return
-        self.selected ^= {h.pid}
-        table.update_cell(str(h.pid), "sel", self._mark(h.pid))
+        self.selected ^= {key}
+        table.update_cell(key, "sel", self._mark(key))
         self._show_plan()
 
     def action_kill(self) -> None:
@@ -244,10 +267,11 @@ class KillScreen(ModalScreen[KillRecord | None]):
             self._say(Text(self.grace_error, style="red"))
             return
         targets = self.chosen()
-        if not targets:
+        remote = [h for hs in self.chosen_remote().values() for h in hs]
+        if not targets and not remote:
             self._say("select at least one process (space)")
             return
-        tracked = [h for h in targets if h.cls == "tracked"]
+        tracked = [h for h in targets + remote if h.cls == "tracked"]
         if tracked:
             self._ask(tracked)
             return
@@ -280,7 +304,8 @@ class KillScreen(ModalScreen[KillRecord | None]):
         plan.update("")
         plan.display = False
         self._say(f"SIGTERM sent · SIGKILL in {self.grace:.0f}s")
-        self.run_worker(lambda: self._kill(targets), thread=True, group="kill-run", exit_on_error=False)
+        remote = self.chosen_remote()
+        self.run_worker(lambda: self._kill(targets, remote), thread=True, group="kill-run", exit_on_error=False)
 
     def action_close(self) -> None:
         if self.state == "confirming":
@@ -295,20 +320,36 @@ class KillScreen(ModalScreen[KillRecord | None]):
 
     # ---- kill ------------------------------------------------------------------------------------
 
-    def _kill(self, targets: list[Holder]) -> None:
+    def _kill(self, targets: list[Holder], remote: dict[str, list[Holder]]) -> None:
         from eagle_console.ops import orphans
 
         def progress(left: float, alive: list[int]) -> None:
             self.app.call_from_thread(self._countdown, left, alive)
 
         assert self._found is not None  # enter is only live once the scan is shown
+        record = None
         try:
-            record = orphans.kill(self._found, targets, grace=self.grace, face="console", journal=self.ctx.journal,
-                                  scope=orphans.selection_scope(self._found, self.selected), progress=progress)
+            if targets:
+                local = {int(k) for k in self.selected if ":" not in k}
+                record = orphans.kill(self._found, targets, grace=self.grace, face="console",
+                                      journal=self.ctx.journal, scope=orphans.selection_scope(self._found, local),
+                                      progress=progress)
+            nodes = self._kill_on_nodes(remote) if remote else {}
         except Exception as exc:
-            self.app.call_from_thread(self._done, None, f"kill failed: {exc}")
+            self.app.call_from_thread(self._done, record, f"kill failed: {exc}")
             return
-        self.app.call_from_thread(self._done, record, None, self._left())
+        self.app.call_from_thread(self._done, record, None, self._left() if targets else None, nodes)
+
+    def _kill_on_nodes(self, remote: dict[str, list[Holder]]) -> dict[str, dict[str, Any]]:
+        """Worker: each node's agent kills its selected pids there, with that node's protections; one
+        KillRecord per node in the journal. `y` to the second question already allowed tracked ones."""
+        from eagle_console.ops.nodes import kill_on_nodes
+        from eagle_console.ops.orphans import SELECTED
+
+        assert self.ctx.plan.cluster is not None
+        return kill_on_nodes(self.ctx.plan.cluster.address, scope=SELECTED, match=[], grace=self.grace,
+                             journal=self.ctx.journal, include_tracked=True, face="console",
+                             pids={node: [h.pid for h in hs] for node, hs in remote.items()})
 
     def _left(self) -> list[Holder] | None:
         """Worker: the holders after the kill, scanned again (the dialog's first scan is history now)."""
@@ -324,18 +365,26 @@ class KillScreen(ModalScreen[KillRecord | None]):
         self._say(
             f"SIGTERM sent · SIGKILL in {left:.0f}s · still alive: {' '.join(map(str, alive))}")
 
-    def _done(self, record: KillRecord | None, error: str | None, left: list[Holder] | None = None) -> None:
+    def _done(self, record: KillRecord | None, error: str | None, left: list[Holder] | None = None,
+              nodes: dict[str, dict[str, Any]] | None = None) -> None:
         self.state = "done"
         self.report = record
         progress = self.query_one("#kill-progress", Static)
-        progress.update(result_text(record) if record is not None else Text(error or "", style="red"))
+        shown = result_text(record) if record is not None else Text(error or "", style="red")
+        if nodes:
+            shown = remote_text(nodes) if record is None and not error else shown + Text("\n") + remote_text(nodes)
+        progress.update(shown)
         if record is not None:
             self.query_one("#kill-summary", Static).update(left_text(record, left))
+        elif nodes:
+            self.query_one("#kill-summary", Static).update("after the kill: see each node's line above")
         self.query_one("#kill-hint", Static).update("enter / esc close")
         self.call_after_refresh(self._fit)
-        for pid in record.killed if record is not None else []:
+        killed = [row_key(None, pid) for pid in (record.killed if record is not None else [])]
+        killed += [row_key(node, pid) for node, r in (nodes or {}).items() for pid in r.get("killed") or []]
+        for key in killed:
             try:
-                self.query_one(DataTable).update_cell(str(pid), "sel", Text("✔", style="bold green"))
+                self.query_one(DataTable).update_cell(key, "sel", Text("✔", style="bold green"))
             except Exception:  # the row may be gone if the table was rebuilt
                 pass
         from eagle_console.tui.messages import GpusChanged

@@ -1,0 +1,96 @@
+"""The GPUs pane's cluster part: with a plan's `[cluster]`, a section per node under this machine's GPUs.
+
+Each node is read through its NodeAgent (ops.nodes.read_nodes, in the poller's thread, every NODES_S
+seconds). A node that does not answer is shown as UNREACHABLE with its last reading and how old it is,
+never as a node without GPUs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+
+from eagle_console.tui.panes._logview import Poller, QuietStatic
+from eagle_console.tui.panes.gpus import gpu_row, holders_table
+
+if TYPE_CHECKING:
+    from eagle_console.tui.context import ConsoleContext
+
+NODES_S = 2.0  # a dead raylet shows within this plus read_nodes' 2 s timeout: under 5 s
+
+
+def _age(seconds: float | None) -> str:
+    return "never read" if seconds is None else f"read {seconds:.0f}s ago"
+
+
+def node_section(entry: dict[str, Any], width: int | None) -> Text:
+    """One node: a heading (name, address, reading age or why it is unreachable), its GPUs, its holders."""
+    from eagle_console.ops.nodes import gpus_of, holders_of
+
+    name, addr, age = entry["name"], entry.get("address") or "?", entry.get("reading_age_s")
+    if entry.get("reachable"):
+        out = Text(f"node {name} · {addr} · {_age(age)}", style="bold", no_wrap=True, overflow="ellipsis")
+    else:
+        last = "no reading yet" if entry.get("gpus") is None else f"last reading {age:.0f}s old"
+        out = Text(f"node {name} · {addr} · UNREACHABLE · {last} · {entry.get('error') or '?'}",  # cut from the end
+                   style="bold red", no_wrap=True, overflow="ellipsis")
+    gpus = gpus_of(entry)
+    dim = not entry.get("reachable")
+    for g in gpus:
+        row = gpu_row(g, width)
+        if dim:
+            row.stylize("dim")
+        out += Text("\n") + row
+    if entry.get("holders") is not None:
+        table = holders_table(holders_of(entry), width)
+        if dim:
+            table.stylize("dim")
+        out += Text("\n") + table
+    return out
+
+
+def sections_text(entries: list[dict[str, Any]], width: int | None) -> Text:
+    if not entries:
+        return Text("cluster: no node carries an eagle-node:NAME resource", style="yellow")
+    return Text("\n").join(node_section(e, width) for e in entries)
+
+
+class NodeSections(QuietStatic):
+    """`NodeSections(ctx)`: the cluster's nodes, read every NODES_S seconds off the event loop."""
+
+    DEFAULT_CSS = "NodeSections { height: auto; text-wrap: nowrap; text-overflow: ellipsis; margin-top: 1; }"
+
+    def __init__(self, ctx: ConsoleContext, *, refresh_s: float = NODES_S, **kwargs: Any) -> None:
+        super().__init__("reading the cluster's nodes…", **kwargs)
+        self.ctx = ctx
+        self.entries: list[dict[str, Any]] | None = None
+        self.poller = Poller(self, refresh_s, self._read, self._show, self._failed, name="nodes-poll")
+
+    def on_mount(self) -> None:
+        self.poller.start()
+
+    def on_unmount(self) -> None:
+        self.poller.stop()
+
+    def _read(self) -> list[dict[str, Any]]:
+        from eagle_console.ops.nodes import read_nodes
+
+        cluster = self.ctx.plan.cluster
+        if cluster is None:  # the plan lost its [cluster] on a reload
+            return []
+        return read_nodes(cluster.address, self.ctx.journal)
+
+    def _show(self, entries: list[dict[str, Any]]) -> None:
+        self.entries = self.ctx.nodes = entries  # K offers these nodes' holders too
+        self.draw()
+
+    def draw(self, width: int | None = None) -> None:
+        if self.entries is not None:
+            self.update(sections_text(self.entries, width or self.size.width or None))
+
+    def on_resize(self) -> None:
+        self.draw()
+
+    def _failed(self, exc: BaseException) -> None:
+        self.update(Text(f"cluster: cannot read the nodes: {exc}", style="red"))

@@ -1,0 +1,62 @@
+"""The K dialog's texts: the result of a kill on this machine and on cluster nodes, and what is left."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+
+from eagle_console.ops.orphans import KillRecord, memory_by_gpu
+
+if TYPE_CHECKING:
+    from eagle_console.node.procs import Holder
+
+
+def result_text(record: KillRecord) -> Text:
+    killed, survivors = record.killed, record.survivors
+    out = Text(f"killed {len(killed)}: {' '.join(map(str, killed)) or '-'}\n", style="bold green" if killed else "")
+    if survivors:
+        out += Text(f"SURVIVORS {len(survivors)}: {' '.join(map(str, survivors))}\n", style="bold red")
+    if record.gone:
+        out += Text(f"already gone: {' '.join(map(str, record.gone))}\n", style="dim")
+    for r in record.refused:
+        out += Text(f"not signalled {r['pid']}: {r['reason']}\n", style="yellow")
+    freed = record.freed_mib
+    per_gpu = ", ".join(f"GPU {g}: {mib:.0f} MiB" for g, mib in sorted(freed.items(), key=lambda kv: int(kv[0])))
+    out += Text(f"freed {sum(freed.values()):.0f} MiB" + (f" ({per_gpu})" if per_gpu else ""))
+    return out
+
+
+def left_text(record: KillRecord, left: list[Holder] | None) -> Text:
+    """The summary once the kill is done: counted again after it, never the counts from before (issue #17).
+    `left` is a fresh scan's holders, None when that scan failed."""
+    head = f"after the kill: {len(record.killed)} killed · {record.freed_total:.0f} MiB freed · "
+    if left is None:
+        return Text(head + "could not scan again: see the GPUs pane", style="yellow")
+    if not left:
+        return Text(head + "no GPU holders left", style="bold")
+    mem = ", ".join(f"GPU {g}: {mib:.0f} MiB" for g, mib in sorted(memory_by_gpu(left).items())) or "no memory held"
+    orphans = sum(1 for h in left if h.cls == "orphan")
+    return Text(head + f"{len(left)} GPU holder{'s' if len(left) != 1 else ''} left ({orphans} orphan"
+                f"{'s' if orphans != 1 else ''}) · {mem}", style="bold")
+
+
+def remote_text(out: dict[str, dict[str, Any]]) -> Text:
+    """What each cluster node's agent did (ops.nodes.kill_on_nodes), one line per node."""
+    text = Text()
+    for node, r in sorted(out.items()):
+        if r.get("error"):
+            text += Text(f"node {node}: kill failed: {r['error']}\n", style="bold red")
+            continue
+        freed = sum((r.get("freed_mib") or {}).values())
+        line = f"node {node}: killed {len(r['killed'])}: {' '.join(map(str, r['killed'])) or '-'} · freed {freed:.0f} MiB"
+        if r.get("survivors"):
+            line += f" · SURVIVORS {' '.join(map(str, r['survivors']))}"
+        text += Text(line + "\n", style="bold red" if r.get("survivors") else "bold green")
+    text.rstrip()
+    return text
+
+
+def row_key(node: str | None, pid: int) -> str:
+    """A row of the table: this machine's pids as they are, a cluster node's as NODE:PID (pids repeat)."""
+    return str(pid) if node is None else f"{node}:{pid}"
