@@ -35,6 +35,10 @@ class NodeAgent:
         """The IP this node's raylet is reached at: what other nodes dial (rank 0's dist-init host)."""
         import ray
 
+        here = ray.get_runtime_context().get_node_id()
+        for n in ray.nodes():  # the raylet's own address (its --node-ip-address), not a guess from the routes
+            if n["NodeID"] == here:
+                return str(n["NodeManagerAddress"])
         return ray.util.get_node_ip_address()
 
     def interfaces(self) -> list[str]:

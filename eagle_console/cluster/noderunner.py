@@ -161,6 +161,13 @@ def ray_runner(address: str, rank_env_keys: str = "", environ: Mapping[str, str]
     """The runner of the cluster at `address`, forwarding the named keys of `environ` to the ranks."""
     import os
 
+    from eagle_console.cluster.connect import ClusterError
+    from eagle_console.cluster.jobs import job_client
+
+    try:  # connected here, in the caller's main thread: Ray sets signal handlers when it connects
+        job_client(address)
+    except ClusterError as exc:
+        raise NodeError(str(exc)) from None
     env = os.environ if environ is None else environ
     keys = [k for k in rank_env_keys.split(",") if k]
     return RayRunner(address, {k: env[k] for k in keys if k in env})
