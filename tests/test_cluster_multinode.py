@@ -71,7 +71,7 @@ def test_two_node_server_runs_as_ray_jobs_and_rollback_stops_both(demo_plan, ray
     assert f"--nnodes 2 --node-rank 1 --dist-init-addr {a}:" in log
     # rank 0's job log, copied here (about once a second), is the step log
     wait_for(lambda: "The server is fired up" in open(run.log).read(), timeout=15)
-    wait_for(lambda: "--node-rank 1" in open(ranks[1].log).read(), timeout=10)  # rank 1's job log, here
+    wait_for(lambda: "node rank 1: joining" in open(ranks[1].log).read(), timeout=10)  # its job log, here
 
     out = cli("rollback", plan, "0.1", "--yes", timeout=180)
     assert out.returncode == 0, out.stdout + out.stderr
