@@ -97,3 +97,23 @@ def test_rank1_killed_on_node_b_stops_rank0_and_fails_the_run(demo_plan, ray_clu
     wait_for(lambda: all(job_status(ray_cluster.address, r.ref["job_id"]) in ("STOPPED", "FAILED")
                          for r in ranks), timeout=60)
     wait_for(lambda: held_gpus(sims["a"]) == set() and held_gpus(sims["b"]) == set(), timeout=30)
+
+
+def test_a_plan_with_cluster_picks_the_ray_runner_by_itself(tmp_path, ray_cluster):
+    """No EAGLE_CONSOLE_NODE_RUNNER needed: [cluster] puts its address in every action's env; the ranks get
+    the plan's env keys, never the node's sim dir from here."""
+    from clusterkit import cluster_plan
+
+    from eagle_console.cluster.noderunner import RayRunner
+    from eagle_console.engine.runner import action_env
+    from eagle_console.plan.loader import load_plan
+    from eagle_console.sglang.noderunner import LocalRunner, runner_from_env
+
+    path = cluster_plan(tmp_path, ray_cluster, '  [[phase.step]]\n  id = "0.1"\n  title = "t"\n  run = "true"\n')
+    path.write_text(path.read_text().replace("[[phase]]", '[env]\nNCCL_SOCKET_IFNAME = "eth0"\n\n[[phase]]', 1))
+    plan = load_plan(path)
+    env = action_env(plan, plan.step("0.1"))
+    runner = runner_from_env({**env, "EAGLE_CONSOLE_SIM": "/elsewhere", "HOME": "/root"})
+    assert isinstance(runner, RayRunner) and runner.forward == {"NCCL_SOCKET_IFNAME": "eth0"}
+    assert runner.path_exists("b", str(ray_cluster.nodes["b"].sim)) and not runner.path_exists("b", "/no/such")
+    assert isinstance(runner_from_env({}), LocalRunner)  # no [cluster]: the local runner, Ray untouched
