@@ -16,11 +16,12 @@ from eagle_console.sim import gpustate
 
 
 def processes_of(root) -> list[int]:
-    """Processes whose environment names a sim dir under `root`: every Ray process of the demo's nodes."""
+    """Ray processes whose environment names a sim dir under `root`: every Ray process of the demo's nodes."""
     out = []
-    for p in psutil.process_iter(["pid", "environ"]):
+    for p in psutil.process_iter(["pid", "environ", "cmdline"]):
         try:
-            if str(root) in (p.info["environ"] or {}).get("EAGLE_CONSOLE_SIM", ""):
+            if (str(root) in (p.info["environ"] or {}).get("EAGLE_CONSOLE_SIM", "")
+                    and "ray" in " ".join(p.info["cmdline"] or ())):
                 out.append(p.pid)
         except (psutil.Error, TypeError):
             continue
@@ -65,3 +66,25 @@ def test_demo_nodes_without_the_cluster_extra_says_so(tmp_path):
         assert out.returncode == 2 and "needs the cluster extra" in out.stderr
     finally:
         stop_node_leftovers(tmp_path)
+
+
+@pytest.mark.skipif(cluster_starter() is None, reason="Ray is not installed: the demo starts no cluster")
+def test_ctrl_c_while_the_cluster_starts_leaves_no_ray_process(tmp_path):
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "eagle_console", "demo", "--nodes", "2", "--dir", str(tmp_path),
+                             "--no-tui"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(processes_of(tmp_path)) < 3:  # the head's `ray start`, its GCS, its raylet…
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        stop_node_leftovers(tmp_path)
+    assert proc.returncode != 0 and "plan:" not in out
+    assert processes_of(tmp_path) == []

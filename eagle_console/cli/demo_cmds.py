@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -91,6 +92,8 @@ def cmd_demo_nodes(args: argparse.Namespace, root: Path) -> int:
         return 0 if args.no_tui else 2
     sims = {p.name: p for p in sorted((root / "nodes").iterdir())}
     print(f"starting a local Ray cluster: head on node {next(iter(sims))}, one raylet per other node …", flush=True)
+    # SIGTERM as Ctrl+C: the `finally` below runs, so the Ray processes go with the demo
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     cluster = start(root=root, nodes=sims)  # stops itself again on Ctrl+C or a failure while starting
     try:
         plan = write_plan(root, list(sims), cluster=cluster.address, token_path=cluster.token_path)
