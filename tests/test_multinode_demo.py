@@ -1,5 +1,6 @@
 """`eagle-console demo --nodes 2`: two simulated nodes (own host names, own orphans), the runner's nodes file
-and a plan launching one server across both and an extraction pinned to node b; Ray only with the cluster extra."""
+and a plan launching one server across both and an extraction pinned to node b. With the cluster extra it
+starts a local Ray cluster (one raylet per node, each with its node's sim dir) and stops it again on exit."""
 
 from __future__ import annotations
 
@@ -7,10 +8,24 @@ import json
 import subprocess
 import sys
 
+import psutil
 import pytest
 
 from eagle_console.demo.multinode import cluster_starter, stop_node_leftovers
 from eagle_console.sim import gpustate
+
+
+def processes_of(root) -> list[int]:
+    """Ray processes whose environment names a sim dir under `root`: every Ray process of the demo's nodes."""
+    out = []
+    for p in psutil.process_iter(["pid", "environ", "cmdline"]):
+        try:
+            if (str(root) in (p.info["environ"] or {}).get("EAGLE_CONSOLE_SIM", "")
+                    and "ray" in " ".join(p.info["cmdline"] or ())):
+                out.append(p.pid)
+        except (psutil.Error, TypeError):
+            continue
+    return out
 
 
 def test_demo_nodes_builds_two_sim_nodes_and_their_plan(tmp_path):
@@ -24,11 +39,20 @@ def test_demo_nodes_builds_two_sim_nodes_and_their_plan(tmp_path):
             sim = tmp_path / "nodes" / name
             assert nodes[name]["env"]["EAGLE_CONSOLE_SIM"] == str(sim)
             assert json.loads((sim / "node.json").read_text())["hostname"] == f"sim-{name}"
-            assert len(gpustate.node_gpus(sim)) == 8 and gpustate.holders(sim)  # an orphan on each node
+            assert len(gpustate.node_gpus(sim)) == 8
+            # an orphan on each node (the Ray demo stopped its simulated processes again on exit)
+            assert gpustate.holders(sim) or cluster_starter() is not None
         plan = (tmp_path / "plans" / "demo.toml").read_text()
         assert 'nodes = ["a", "b"]' in plan and "tp = 16" in plan and 'node = "b"' in plan
         if cluster_starter() is None:
             assert "needs the cluster extra" in out.stderr
+        else:  # a head and a raylet were started, each with its own node's sim dir, and are gone again
+            for name in ("a", "b"):
+                assert b"block forever" in (tmp_path / f"ray-{name}.log").read_bytes()
+            assert "[cluster]\naddress = " in plan and "RAY_AUTH_MODE = \"token\"" in plan
+            assert (tmp_path / "ray-auth-token").stat().st_mode & 0o077 == 0
+            assert "stopped the local Ray cluster" in out.stdout
+            assert processes_of(tmp_path) == []
     finally:
         stop_node_leftovers(tmp_path)
     assert all(not gpustate.holders(tmp_path / "nodes" / n) for n in ("a", "b"))
@@ -42,3 +66,25 @@ def test_demo_nodes_without_the_cluster_extra_says_so(tmp_path):
         assert out.returncode == 2 and "needs the cluster extra" in out.stderr
     finally:
         stop_node_leftovers(tmp_path)
+
+
+@pytest.mark.skipif(cluster_starter() is None, reason="Ray is not installed: the demo starts no cluster")
+def test_ctrl_c_while_the_cluster_starts_leaves_no_ray_process(tmp_path):
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "eagle_console", "demo", "--nodes", "2", "--dir", str(tmp_path),
+                             "--no-tui"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(processes_of(tmp_path)) < 3:  # the head's `ray start`, its GCS, its raylet…
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        stop_node_leftovers(tmp_path)
+    assert proc.returncode != 0 and "plan:" not in out
+    assert processes_of(tmp_path) == []

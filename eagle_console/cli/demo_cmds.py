@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -72,9 +73,9 @@ def stop_demo(plan: Path, root: Path) -> int:
 
 
 def cmd_demo_nodes(args: argparse.Namespace, root: Path) -> int:
-    """`demo --nodes N`: N sim nodes and their plan; the console runs on a local Ray cluster of them."""
+    """`demo --nodes N`: N sim nodes, a local Ray cluster of them (one raylet each) and a plan on it."""
     from eagle_console.cli.common import CliError
-    from eagle_console.demo.multinode import build_nodes, cluster_starter, stop_node_leftovers
+    from eagle_console.demo.multinode import build_nodes, cluster_starter, stop_node_leftovers, write_plan
 
     if args.container:
         raise CliError("demo: --container and --nodes do not go together yet")
@@ -90,16 +91,22 @@ def cmd_demo_nodes(args: argparse.Namespace, root: Path) -> int:
               "head and one raylet per node: pip install 'eagle-console[cluster]'", file=sys.stderr)
         return 0 if args.no_tui else 2
     sims = {p.name: p for p in sorted((root / "nodes").iterdir())}
-    cluster = start(root=root, nodes=sims)
+    print(f"starting a local Ray cluster: head on node {next(iter(sims))}, one raylet per other node …", flush=True)
+    # SIGTERM as Ctrl+C: the `finally` below runs, so the Ray processes go with the demo
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    cluster = start(root=root, nodes=sims)  # stops itself again on Ctrl+C or a failure while starting
     try:
+        plan = write_plan(root, list(sims), cluster=cluster.address, token_path=cluster.token_path)
+        print(f"plan:  {plan}\nRay:   {cluster.address} (dashboard {cluster.dashboard}; "
+              f"{len(cluster.pids())} processes; token in {cluster.token_path})")
         if args.no_tui:
-            print(f"plan: {plan}\nnodes: {', '.join(sims)}; the local Ray cluster is stopped on exit")
+            print("--no-tui: the local Ray cluster is stopped again now (a console keeps it while it is open)")
             return 0
         from eagle_console.cli.tui_cmds import open_console
 
         return open_console(plan, sim_dir=sims[next(iter(sims))])
     finally:
-        cluster.stop()  # quitting the demo stops the Ray processes it started
+        cluster.stop()  # quitting the demo stops the Ray processes it started, and only those
         stopped = stop_demo(plan, root) + len(stop_node_leftovers(root))
-        if stopped:
-            print(f"stopped the demo's {stopped} simulated processes; its files stay in {root}")
+        print(f"stopped the local Ray cluster{f' and {stopped} simulated processes' if stopped else ''}; "
+              f"its files stay in {root}")

@@ -8,6 +8,7 @@ nothing imports them unless a plan has `[cluster]` (single-node use never loads 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 NAMESPACE = "eagle-console"
 RESOURCE_PREFIX = "eagle-node:"
@@ -27,3 +28,12 @@ def pin(name: str) -> dict[str, float]:
 def node_names(resources: Mapping[str, float]) -> list[str]:
     """The eagle-console names a raylet's resources give it (normally one)."""
     return sorted(k[len(RESOURCE_PREFIX):] for k in resources if k.startswith(RESOURCE_PREFIX))
+
+
+def __getattr__(name: str) -> Any:
+    """`start_local_cluster` / `LocalCluster` on first use: importing this package never imports Ray."""
+    if name in ("start_local_cluster", "LocalCluster"):
+        from eagle_console.cluster import local
+
+        return getattr(local, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -39,6 +39,29 @@ class NodeAgent:
         return {"name": self.name, "pid": os.getpid(), "host": socket.gethostname(),
                 "sim": os.environ.get("EAGLE_CONSOLE_SIM")}
 
+    def address(self) -> str:
+        """The IP this node's raylet is reached at: what other nodes dial (rank 0's dist-init host)."""
+        import ray
+
+        here = ray.get_runtime_context().get_node_id()
+        for n in ray.nodes():  # the raylet's own address (its --node-ip-address), not a guess from the routes
+            if n["NodeID"] == here:
+                return str(n["NodeManagerAddress"])
+        return ray.util.get_node_ip_address()
+
+    def interfaces(self) -> list[str]:
+        """This node's network interfaces that are up (the multi-node preflight counts them)."""
+        from eagle_console.sglang.noderunner import machine_interfaces
+
+        return machine_interfaces()
+
+    def path_exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def environ(self, keys: list[str]) -> dict[str, str]:
+        """These variables of the raylet's environment (what a job started here inherits)."""
+        return {k: os.environ[k] for k in keys if k in os.environ}
+
     def read(self, tracked: list | None = None) -> dict[str, Any]:
         """The node's `gpus --json` document (cli.md) with its holders, taken now."""
         from eagle_console.node.gpus import open_backend

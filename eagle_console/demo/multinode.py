@@ -3,8 +3,10 @@
 Layout: `nodes/<name>/` one sim dir per node (host name `sim-<name>`, orphans on each), `nodes.json` the
 local runner's description of them, `models/` and `drafters/` as in the one-node demo, `plans/demo.toml`.
 The plan launches one simulated SGLang server across all nodes (`sglang.server` with `nodes`, tp 8 per
-node) and runs an extraction pinned to node b (`node = "b"`). Pinning a step to a node needs the
-cluster extra (a Ray head and one raylet per node, started by `eagle_console.cluster`).
+node) and runs an extraction pinned to node b (`node = "b"`). With the cluster extra, `demo --nodes` starts
+a local Ray cluster on the node dirs (eagle_console.cluster.local) and the plan names it in `[cluster]`:
+the ranks and the extraction are Ray jobs on their nodes. Without it the plan uses the local runner
+(`nodes.json`) and the extraction runs here.
 """
 
 from __future__ import annotations
@@ -36,9 +38,8 @@ python  = {python}
 port    = {port}
 data    = "${{root}}/data"
 
-[env]
-EAGLE_CONSOLE_NODES = "${{root}}/nodes.json"
-EAGLE_SIM_STARTUP_S = "4"
+{cluster}[env]
+{runner_env}EAGLE_SIM_STARTUP_S = "4"
 NCCL_DEBUG = "INFO"
 NCCL_SOCKET_IFNAME = "eth0"
 GLOO_SOCKET_IFNAME = "eth0"
@@ -72,8 +73,7 @@ priority = "medium"
   [[phase.step]]
   id = "1.1"
   title = "Extract hidden states on node b (100 samples)"
-  node = "b"
-  run = [{python_exe}, "-m", "eagle_console.sim.extract", "--out", "${{data}}/hidden_states", "--samples", "100", "--rate", "15", "--bytes-per-sample", "3080000000"]
+{node_b}  run = [{python_exe}, "-m", "eagle_console.sim.extract", "--out", "${{data}}/hidden_states", "--samples", "100", "--rate", "15", "--bytes-per-sample", "3080000000"]
   log = "logs/extract-b.log"
   rollback = ["rm", "-rf", "${{data}}/hidden_states"]
 """
@@ -109,10 +109,28 @@ def build_nodes(root: Path, count: int, orphans: int = 1) -> Path:
     built = drafters.build(root / "drafters")
     (root / "models").mkdir()
     shutil.move(str(built["target"]), root / "models" / "Kimi-K2.5")
+    return write_plan(root, names)
+
+
+def write_plan(root: Path, names: list[str], cluster: str | None = None, tp: int | None = None,
+               token_path: Path | None = None) -> Path:
+    """`plans/demo.toml` for nodes `names` under `root`; with `cluster` (a Ray address) its `[cluster]`, the
+    extraction pinned to node b and the Ray token file (`token_path`) in the steps' environment."""
+    root = Path(root).resolve()
+    count = len(names)
+    if cluster:
+        header = f"[cluster]\naddress = {_toml_str(cluster)}\n\n"
+        runner_env = 'RAY_AUTH_MODE = "token"\n'
+        if token_path:
+            runner_env += f"RAY_AUTH_TOKEN_PATH = {_toml_str(str(token_path))}\n"
+        node_b = '  node = "b"\n'
+    else:  # the local runner: every node is this machine (nodes.json), the extraction runs here
+        header, runner_env, node_b = "", 'EAGLE_CONSOLE_NODES = "${root}/nodes.json"\n', ""
     text = PLAN_TEMPLATE.format(
-        count=count, names=", ".join(names), root=_toml_str(str(root)), tp=GPUS_PER_NODE * count,
+        count=count, names=", ".join(names), root=_toml_str(str(root)), tp=tp or GPUS_PER_NODE * count,
         python=_toml_str(f"{sys.executable} -m eagle_console.sim.sglang_server"), port=free_port(),
-        dist_port=free_port(), nodes=json.dumps(names), python_exe=_toml_str(sys.executable))
+        dist_port=free_port(), nodes=json.dumps(names), python_exe=_toml_str(sys.executable),
+        cluster=header, runner_env=runner_env, node_b=node_b)
     entry = own_entry()
     if entry:  # a source checkout: the ranks run this package's sim
         text = text.replace("[env]\n", f"[env]\nPYTHONPATH = {_toml_str(entry)}\n", 1)
@@ -132,9 +150,13 @@ def stop_node_leftovers(root: Path) -> list[int]:
 
 
 def cluster_starter():
-    """The cluster extra's `start_local_cluster`, or None when this install has no cluster part."""
+    """The cluster extra's `start_local_cluster`, or None when this install has no cluster part (no Ray)."""
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        return None
     try:
-        from eagle_console import cluster  # type: ignore[attr-defined]
+        from eagle_console import cluster
     except ImportError:
         return None
     return getattr(cluster, "start_local_cluster", None)

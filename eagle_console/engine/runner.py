@@ -73,6 +73,11 @@ def action_env(plan: Plan, step: Step, run_id: int | None = None) -> dict[str, s
     env["EAGLE_CONSOLE_STEP"] = step.id
     if run_id is not None:
         env["EAGLE_CONSOLE_RUN_ID"] = str(run_id)
+    if plan.cluster is not None:  # a multi-node built-in reaches its nodes through Ray (sglang/noderunner.py)
+        from eagle_console.sglang.noderunner import CLUSTER_ENV, RANK_ENV
+
+        env[CLUSTER_ENV] = plan.cluster.address
+        env[RANK_ENV] = ",".join(sorted({**plan.env, **step.env}))
     return env
 
 

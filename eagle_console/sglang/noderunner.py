@@ -5,8 +5,10 @@ interfaces, whether a path exists there, what environment a process started ther
 and stops one rank there. `LocalRunner` runs every "node" on this machine (tests, the demo: each node is a
 simulated node dir); the Ray runner of the `cluster` extra implements the same protocol with Ray jobs.
 
-Which runner a step uses: `EAGLE_CONSOLE_NODE_RUNNER=module:factory` (a callable returning a NodeRunner,
-e.g. the cluster extra's), else a `LocalRunner` configured by the JSON file `EAGLE_CONSOLE_NODES` names:
+Which runner a step uses: `EAGLE_CONSOLE_NODE_RUNNER=module:factory` (a callable returning a NodeRunner),
+else the Ray runner (eagle_console.cluster.noderunner) when the plan has `[cluster]` (the engine puts its
+address in EAGLE_CONSOLE_CLUSTER and the plan's env keys in EAGLE_CONSOLE_RANK_ENV, which the ranks get),
+else a `LocalRunner` configured by the JSON file `EAGLE_CONSOLE_NODES` names:
 `{"a": {"address": "127.0.0.1", "env": {"EAGLE_CONSOLE_SIM": "/x/a"}, "interfaces": ["eth0"]}, ...}`
 (`interfaces` left out: this machine's own; `root`: the folder the node's files are under, as a
 container's root fs, else /).
@@ -25,6 +27,8 @@ from typing import Any, Protocol, runtime_checkable
 
 RUNNER_ENV = "EAGLE_CONSOLE_NODE_RUNNER"
 NODES_ENV = "EAGLE_CONSOLE_NODES"
+CLUSTER_ENV = "EAGLE_CONSOLE_CLUSTER"  # the plan's [cluster] address, set by the engine for every action
+RANK_ENV = "EAGLE_CONSOLE_RANK_ENV"  # the plan's and the step's env keys: what a rank on another node gets
 
 
 class NodeError(Exception):
@@ -188,6 +192,13 @@ def runner_from_env(environ: Mapping[str, str] | None = None) -> NodeRunner:
         except (ImportError, AttributeError) as exc:
             raise NodeError(f"{RUNNER_ENV}={target}: {exc}") from None
         return factory()
+    cluster = env.get(CLUSTER_ENV, "").strip()
+    if cluster:
+        try:
+            from eagle_console.cluster.noderunner import ray_runner
+        except ImportError as exc:  # Ray itself is imported on first use; this is the package missing
+            raise NodeError(f"the plan's [cluster] needs the cluster extra: {exc}") from None
+        return ray_runner(cluster, env.get(RANK_ENV, ""), env)
     nodes_file = env.get(NODES_ENV, "").strip()
     if nodes_file:
         return LocalRunner.from_file(nodes_file)

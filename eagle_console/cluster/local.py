@@ -1,0 +1,215 @@
+"""A local Ray cluster on this machine: a head for the first node, one raylet per further node (demo, tests).
+
+Each raylet is a `ray start --block` whose environment carries its node's EAGLE_CONSOLE_SIM (Ray workers
+inherit it: the node's agent and jobs see that node's simulated GPUs) and the `eagle-node:NAME` resource.
+Token authentication is on (a token generated here, kept in `root/ray-auth-token`, 0600), the dashboard on
+127.0.0.1, and every port is picked free, so another cluster on this machine is left alone. `stop()` stops
+exactly the processes it started (never `ray stop`, which would stop every cluster of this user).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eagle_console.cluster import node_resource
+
+RAY_START_TIMEOUT_S = 90.0
+TOKEN_FILE = "ray-auth-token"
+# The GCS declares a silent raylet dead after ~1.5 s, not Ray's default of tens of seconds
+# (docs/cluster.md recommends the same on a real cluster).
+HEALTH_CHECK = {"RAY_health_check_period_ms": "500", "RAY_health_check_timeout_ms": "500",
+                "RAY_health_check_failure_threshold": "3"}
+# Every port a raylet and its agents open: two raylets on one host must not collide.
+_PORT_FLAGS = ("--node-manager-port", "--object-manager-port", "--dashboard-agent-listen-port",
+               "--dashboard-agent-grpc-port", "--metrics-export-port", "--runtime-env-agent-port")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def auth_env(token_path: Path) -> dict[str, str]:
+    """What a client of the cluster (this process, a CLI, a step) needs in its environment."""
+    return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token_path)}
+
+
+@dataclass
+class RayNode:
+    name: str
+    sim: Path | None
+    proc: subprocess.Popen
+    log: Path
+
+    def raylet_pid(self) -> int:
+        import psutil
+
+        for child in psutil.Process(self.proc.pid).children(recursive=True):
+            if child.name() == "raylet":
+                return child.pid
+        raise LookupError(f"no raylet under ray start of node {self.name}")
+
+
+@dataclass
+class LocalCluster:
+    root: Path  # the token and the `ray start` logs
+    temp: Path  # Ray's --temp-dir: short (Ray's unix socket paths are limited), ours alone
+    address: str  # the GCS "host:port": what [cluster] address names
+    dashboard: str
+    env: dict[str, str]  # the environment of every `ray start` (a node adds its EAGLE_CONSOLE_SIM)
+    nodes: dict[str, RayNode] = field(default_factory=dict)
+    _stopped: bool = False
+
+    @property
+    def token_path(self) -> Path:
+        return self.root / TOKEN_FILE
+
+    def start_node(self, name: str, sim: Path | None, head: bool) -> RayNode:
+        ray = str(Path(sys.executable).parent / "ray")
+        argv = [ray, "start", "--block", "--num-cpus=1", "--node-ip-address=127.0.0.1",
+                f'--resources={{"{node_resource(name)}": 1}}', *(f"{f}={free_port()}" for f in _PORT_FLAGS)]
+        if head:
+            argv += ["--head", f"--port={self.address.rpartition(':')[2]}", "--dashboard-host=127.0.0.1",
+                     f"--dashboard-port={self.dashboard.rpartition(':')[2]}", f"--temp-dir={self.temp}",
+                     f"--ray-client-server-port={free_port()}", "--include-dashboard=true"]
+        else:
+            argv += [f"--address={self.address}"]
+        log = self.root / f"ray-{name}.log"
+        env = {**self.env, **({"EAGLE_CONSOLE_SIM": str(sim)} if sim else {})}
+        if not sim:
+            env.pop("EAGLE_CONSOLE_SIM", None)
+        with open(log, "wb") as out:
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    env=env, start_new_session=True)  # Ctrl+C in our terminal is ours to handle
+        node = RayNode(name, sim, proc, log)
+        self.nodes[name] = node
+        deadline = time.monotonic() + RAY_START_TIMEOUT_S
+        while b"block forever" not in log.read_bytes():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"ray start of node {name} failed:\n{log.read_text(errors='replace')[-3000:]}")
+            time.sleep(0.2)
+        return node
+
+    def restart(self, name: str) -> None:
+        """Start node `name` again after it was killed (its old `ray start` is kept for stop())."""
+        old = self.nodes.pop(name)
+        self.nodes[f"{name}-killed-{old.proc.pid}"] = old
+        self.start_node(name, old.sim, head=False)
+        self.wait_alive({name})
+
+    def wait_alive(self, names: set[str], timeout: float = 60.0) -> None:
+        from eagle_console.cluster.connect import cluster_nodes
+
+        deadline = time.monotonic() + timeout
+        while {n.name for n in cluster_nodes(self.address) if n.alive} < names:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"nodes {sorted(names)} not alive after {timeout:g}s")
+            time.sleep(0.2)
+
+    def pids(self) -> list[int]:
+        """Every live process this cluster started: the `ray start`s, their descendants, and whatever runs
+        with our temp dir in its command line (a worker that outlived its raylet)."""
+        return [p.pid for p in self._processes()]
+
+    def _processes(self) -> list:
+        import psutil
+
+        ours: dict[int, psutil.Process] = {}
+        for node in self.nodes.values():
+            try:
+                leader = psutil.Process(node.proc.pid)
+                for p in (leader, *leader.children(recursive=True)):
+                    ours[p.pid] = p
+            except psutil.NoSuchProcess:
+                pass
+        temp = str(self.temp)
+        for p in psutil.process_iter(["pid", "cmdline"]):
+            try:
+                if p.pid != os.getpid() and temp in " ".join(p.info["cmdline"] or ()):
+                    ours.setdefault(p.pid, p)
+            except (psutil.Error, TypeError):
+                continue
+        return list(ours.values())
+
+    def stop(self) -> None:
+        """Stop what this cluster started (SIGTERM, SIGKILL after 5 s); idempotent."""
+        import psutil
+
+        if self._stopped:
+            return
+        self._stopped = True
+        try:
+            import ray
+
+            ray.shutdown()  # our own driver connection, if any: no reconnect attempts after the GCS is gone
+        except Exception:  # noqa: BLE001 - stopping the processes matters more
+            pass
+        ours = self._processes()
+        for p in ours:  # SIGTERM first: the GCS and raylets flush and close their sockets
+            try:
+                p.terminate()
+            except psutil.Error:
+                pass
+        _, alive = psutil.wait_procs(ours, timeout=5)
+        for p in alive:
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+        psutil.wait_procs(alive, timeout=5)
+        for node in self.nodes.values():
+            node.proc.poll()
+        shutil.rmtree(self.temp, ignore_errors=True)
+
+    def __enter__(self) -> LocalCluster:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
+
+def start_local_cluster(root: str | os.PathLike[str], nodes: Mapping[str, str | os.PathLike[str] | None],
+                        extra_env: Mapping[str, str] | None = None) -> LocalCluster:
+    """Start a head for the first of `nodes` (name → its sim dir, None: NVML) and a raylet per other one.
+
+    This process becomes a client of it (RAY_AUTH_MODE / RAY_AUTH_TOKEN_PATH set in os.environ, so what it
+    starts inherits them). Stopped again on an exception or Ctrl+C during the start, and at exit."""
+    from eagle_console.engine.pyenv import own_process_env
+    from eagle_console.statedir import write_private
+
+    if not nodes:
+        raise ValueError("a local cluster needs at least one node")
+    root = Path(root).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    token_path = root / TOKEN_FILE
+    token_path.unlink(missing_ok=True)
+    write_private(token_path, secrets.token_hex(32))
+    env = own_process_env(os.environ)  # a source checkout: the nodes' workers and jobs import this package
+    env.pop("RAY_ADDRESS", None)
+    env.pop("RAY_AUTH_TOKEN", None)  # it would win over the token file
+    env.update(RAY_USAGE_STATS_ENABLED="0", **auth_env(token_path), **HEALTH_CHECK, **(extra_env or {}))
+    temp = Path(tempfile.mkdtemp(prefix="ecr-", dir="/tmp"))
+    cluster = LocalCluster(root, temp, f"127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}", env)
+    os.environ.pop("RAY_AUTH_TOKEN", None)
+    os.environ.update(auth_env(token_path))  # this process is a client of it too
+    try:
+        for i, (name, sim) in enumerate(nodes.items()):
+            cluster.start_node(name, Path(sim) if sim else None, head=i == 0)
+        cluster.wait_alive(set(nodes))
+    except BaseException:
+        cluster.stop()
+        raise
+    atexit.register(cluster.stop)
+    return cluster
