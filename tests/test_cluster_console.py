@@ -100,3 +100,42 @@ def test_a_killed_raylet_is_unreachable_in_the_gpus_pane_within_5s(ray_cluster, 
     finally:
         ray_cluster.restart("b")
     assert seen["after_s"] < 5.0, seen
+
+
+CHILD = r'''
+import json, sys
+from pathlib import Path
+from eagle_console.journal import Journal
+from eagle_console.plan.loader import load_plan
+from eagle_console.tui.app import make_app
+
+plan = load_plan(Path(sys.argv[1]))
+app = make_app(plan, Journal.for_plan(plan), sim_dir=Path(sys.argv[2]))
+seen = {}
+
+def check():
+    if app.ctx.nodes and all(n.get("gpus") for n in app.ctx.nodes):
+        seen["nodes"] = [n["name"] for n in app.ctx.nodes]
+        app.exit()
+
+app.call_later(lambda: app.set_interval(0.2, check))
+app.call_later(lambda: app.set_timer(60, app.exit))
+app.run(headless=True, size=(120, 40))
+print(json.dumps(seen))
+'''
+
+
+def test_a_console_run_for_real_reads_the_nodes(ray_cluster, tmp_path):
+    """`App.run` (not `run_test`) puts Textual's print capture in sys.stdout/stderr, whose fileno() is -1;
+    ray.init handed it to faulthandler and failed, so a real console never read a node."""
+    import json
+    import subprocess
+    import sys
+
+    local = tmp_path / "local"
+    gpustate.create_node(local, gpus=1)
+    plan = cluster_plan(tmp_path, ray_cluster, STEP)
+    out = subprocess.run([sys.executable, "-c", CHILD, str(plan), str(local)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {"nodes": ["a", "b"]}, out.stdout + out.stderr[-2000:]

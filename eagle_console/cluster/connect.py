@@ -6,9 +6,12 @@ started with `ray start` on each node (docs/cluster.md).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import sys
 import threading
+from collections.abc import Iterator
 from typing import NamedTuple
 
 from eagle_console.cluster import NAMESPACE, node_names
@@ -39,11 +42,34 @@ def connect(address: str) -> None:
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report from the console
         try:
             # log_to_driver=False: the workers' output (our agents) is not the operator's terminal's.
-            ray.init(address=address, namespace=NAMESPACE, include_dashboard=False, log_to_driver=False,
-                     logging_level=logging.ERROR, configure_logging=False)
+            with _real_std_streams():
+                ray.init(address=address, namespace=NAMESPACE, include_dashboard=False, log_to_driver=False,
+                         logging_level=logging.ERROR, configure_logging=False)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise ClusterError(f"cannot reach the Ray cluster at {address}: {exc}") from exc
         _cluster_messages_to_stderr()
+
+
+@contextlib.contextmanager
+def _real_std_streams() -> Iterator[None]:
+    """ray.init hands sys.stderr's file descriptor to faulthandler; inside the console Textual has replaced
+    sys.stdout/stderr with objects whose fileno() is -1, and ray.init failed ("file.fileno() is not a valid
+    file descriptor"): the console never read a node. The process's real streams stand in during the call."""
+    saved = sys.stdout, sys.stderr
+    real = [s for s in (sys.__stdout__, sys.__stderr__) if s is not None]
+    try:
+        if any(_bad_fileno(s) for s in saved) and len(real) == 2:
+            sys.stdout, sys.stderr = real
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _bad_fileno(stream: object) -> bool:
+    try:
+        return stream.fileno() < 0  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):
+        return False  # no fileno at all: Ray copes with that (checked with a StringIO)
 
 
 def _cluster_messages_to_stderr() -> None:
