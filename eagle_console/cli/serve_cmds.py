@@ -7,7 +7,6 @@ otherwise, and then only with a token (eagle_console/serve/access.py says why).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import shlex
 import sys
 from pathlib import Path
@@ -60,8 +59,10 @@ def banner(access, port: int, plan: Path) -> list[str]:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    if importlib.util.find_spec("textual_serve") is None:
-        raise CliError(MISSING)
+    try:
+        import textual_serve.server  # noqa: F401  (the optional extra)
+    except ImportError:
+        raise CliError(MISSING) from None
     from eagle_console.serve.access import Access, AccessError
 
     plan_path = Path(args.plan).resolve()

@@ -58,4 +58,4 @@ class ConsoleServer(Server):
 
     async def on_startup(self, app: web.Application) -> None:
         for line in self.banner:
-            self.console.print(line, highlight=False, markup=False)
+            self.console.print(line, highlight=False, markup=False, soft_wrap=True)  # a URL is never wrapped
