@@ -12,6 +12,7 @@ from rich.text import Text
 from eagle_console.parse.sglang_log import describe_load
 from eagle_console.tui.labels import findings_text
 from eagle_console.tui.panes.follow import LogBatch, ServiceLogPane
+from eagle_console.tui.theme import tstyle
 
 SPARK = "▁▂▃▄▅▆▇█"
 _ERROR_LINE = re.compile(r"Traceback|Error\b|Exception|out of memory|Not enough memory|failed|hit an exception"
@@ -46,17 +47,17 @@ def server_line_style(line: str) -> Style | None:
 def summary_text(summary: dict[str, Any], history: list[tuple[float, float | None]]) -> Text:
     stages = summary.get("stages", [])
     if summary.get("ready"):
-        out = Text("READY", style="bold green")
+        out = Text("READY", style=tstyle("ec.ok.bold"))
     elif stages:
-        out = Text(f"starting: {stages[-1]['name']}", style="bold yellow")
+        out = Text(f"starting: {stages[-1]['name']}", style=tstyle("ec.warn.bold"))
     else:
         out = Text("no startup stage yet", style="dim")
     load = summary.get("load")
     if load and not summary.get("ready"):  # the weight-loading bar, while the server loads
 
-        out += Text(f" · {describe_load(load)}", style="yellow")
+        out += Text(f" · {describe_load(load)}", style=tstyle("ec.warn"))
     if stages:
-        out += Text("  " + " → ".join(s["name"] for s in stages), style="cyan")
+        out += Text("  " + " → ".join(s["name"] for s in stages), style=tstyle("ec.info"))
     decode = summary.get("decode")
     if decode:
         acc = decode.get("accept_len")
@@ -65,7 +66,7 @@ def summary_text(summary: dict[str, Any], history: list[tuple[float, float | Non
                     f" · token usage {decode.get('token_usage')} · {summary.get('decode_samples', 0)} samples")
         tput = sparkline([t for t, _a in history])
         accs = sparkline([a for _t, a in history])
-        out += Text(f"\ntok/s {tput}" + (f"  accept {accs}" if accs else ""), style="magenta")
+        out += Text(f"\ntok/s {tput}" + (f"  accept {accs}" if accs else ""), style=tstyle("ec.other"))
     return out + findings_text(summary.get("findings", []), 480)  # SGLang's ValueError whole
 
 

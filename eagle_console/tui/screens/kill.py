@@ -20,6 +20,7 @@ from textual.widgets import DataTable, Static
 
 from eagle_console.ops.orphans import KillRecord, memory_by_gpu
 from eagle_console.tui.panes.gpus import holder_command
+from eagle_console.tui.theme import tstyle
 
 if TYPE_CHECKING:
     from eagle_console.node.procs import Holder
@@ -36,13 +37,13 @@ def holders_summary(holders: list) -> str:
 
 def result_text(record: KillRecord) -> Text:
     killed, survivors = record.killed, record.survivors
-    out = Text(f"killed {len(killed)}: {' '.join(map(str, killed)) or '-'}\n", style="bold green" if killed else "")
+    out = Text(f"killed {len(killed)}: {' '.join(map(str, killed)) or '-'}\n", style=tstyle("ec.ok.bold") if killed else "")
     if survivors:
-        out += Text(f"SURVIVORS {len(survivors)}: {' '.join(map(str, survivors))}\n", style="bold red")
+        out += Text(f"SURVIVORS {len(survivors)}: {' '.join(map(str, survivors))}\n", style=tstyle("ec.error.bold"))
     if record.gone:
         out += Text(f"already gone: {' '.join(map(str, record.gone))}\n", style="dim")
     for r in record.refused:
-        out += Text(f"not signalled {r['pid']}: {r['reason']}\n", style="yellow")
+        out += Text(f"not signalled {r['pid']}: {r['reason']}\n", style=tstyle("ec.warn"))
     freed = record.freed_mib
     per_gpu = ", ".join(f"GPU {g}: {mib:.0f} MiB" for g, mib in sorted(freed.items(), key=lambda kv: int(kv[0])))
     out += Text(f"freed {sum(freed.values()):.0f} MiB" + (f" ({per_gpu})" if per_gpu else ""))
@@ -154,7 +155,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
 
     def _show_error(self, message: str) -> None:
         self.state = "done"
-        self.query_one("#kill-summary", Static).update(Text(message, style="red"))
+        self.query_one("#kill-summary", Static).update(Text(message, style=tstyle("ec.error")))
 
     def _show_holders(self, found: HolderScan) -> None:
         from eagle_console.ops.orphans import preselected
@@ -168,7 +169,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
             cmd = holder_command(h, 50)
             if why:
                 cmd = f"✗ {why} · {holder_command(h, 40)}"
-            style = "bold red" if h.cls == "orphan" else "dim" if why else ""
+            style = tstyle("ec.error.bold") if h.cls == "orphan" else "dim" if why else ""
             table.add_row(self._mark(h.pid), Text(str(h.pid), style=style), ",".join(map(str, h.gpus)) or "-",
                           f"{h.used_mib:.0f}" if h.used_mib is not None else "fd", Text(h.cls, style=style),
                           Text(h.owner or "—"), Text(cmd, style=style), key=str(h.pid))
@@ -184,12 +185,12 @@ class KillScreen(ModalScreen[KillRecord | None]):
     def _mark(self, pid: int) -> Text:
         if pid in self.refused:
             return Text("✗", style="dim")
-        return Text("[x]", style="bold red") if pid in self.selected else Text("[ ]")
+        return Text("[x]", style=tstyle("ec.error.bold")) if pid in self.selected else Text("[ ]")
 
     def _show_plan(self) -> None:
         chosen = self.chosen()
         if self.grace_error:
-            text = Text(f"{self.grace_error}: fix it to kill from here", style="red")
+            text = Text(f"{self.grace_error}: fix it to kill from here", style=tstyle("ec.error"))
         elif not chosen:
             text = Text("Nothing selected.", style="dim")
         else:
@@ -232,7 +233,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
             self._say("read-only console: killing is disabled")
             return
         if self.grace_error:
-            self._say(Text(self.grace_error, style="red"))
+            self._say(Text(self.grace_error, style=tstyle("ec.error")))
             return
         targets = self.chosen()
         if not targets:
@@ -251,7 +252,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
         self.state = "confirming"
         them = "them" if len(tracked) > 1 else "it"
         question = "; ".join(tracked_note(h) for h in tracked) + f": kill {them} anyway? y/N"
-        self._say(Text(question, style="bold red"))
+        self._say(Text(question, style=tstyle("ec.error.bold")))
         self.query_one("#kill-hint", Static).update("y kill · n / enter / esc keep it running")
 
     def action_answer(self, yes: bool) -> None:
@@ -309,7 +310,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
         self.state = "done"
         self.report = record
         progress = self.query_one("#kill-progress", Static)
-        progress.update(result_text(record) if record is not None else Text(error or "", style="red"))
+        progress.update(result_text(record) if record is not None else Text(error or "", style=tstyle("ec.error")))
         if record is not None:  # the counts above the table were the scan's: say what is left now
             left = [h for h in self.holders if h.pid not in set(record.killed)]
             self.query_one("#kill-summary", Static).update("after the kill: " + holders_summary(left))
@@ -317,7 +318,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
         self.call_after_refresh(self._fit)
         for pid in record.killed if record is not None else []:
             try:
-                self.query_one(DataTable).update_cell(str(pid), "sel", Text("✔", style="bold green"))
+                self.query_one(DataTable).update_cell(str(pid), "sel", Text("✔", style=tstyle("ec.ok.bold")))
             except Exception:  # the row may be gone if the table was rebuilt
                 pass
         from eagle_console.tui.messages import GpusChanged
