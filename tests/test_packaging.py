@@ -20,6 +20,8 @@ PACKAGE = ROOT / "eagle_console"
 DISTRIBUTION = {"pynvml": "nvidia-ml-py"}
 # imported only behind an importability check, for optional file types: an extra, not a dependency
 OPTIONAL = {"torch", "ray"}  # ray: the `cluster` extra, imported only for a plan with [cluster]
+# imported only by eagle_console/serve/ (`eagle-console serve` checks first): the `serve` extra
+SERVE_ONLY = {"textual_serve", "aiohttp"}
 
 
 def test_ray_is_the_cluster_extra() -> None:
@@ -45,7 +47,7 @@ def third_party_imports() -> set[str]:
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names.add(node.module.split(".")[0])
     stdlib = set(sys.stdlib_module_names) | {"tomllib"}
-    return {n for n in names if n not in stdlib and n != "eagle_console"} - OPTIONAL
+    return {n for n in names if n not in stdlib and n != "eagle_console"} - OPTIONAL - SERVE_ONLY
 
 
 def test_every_import_is_declared_and_every_dependency_imported() -> None:
@@ -53,6 +55,17 @@ def test_every_import_is_declared_and_every_dependency_imported() -> None:
     imported = {DISTRIBUTION.get(n, n) for n in third_party_imports()}
     assert imported - declared == set(), "imported but not declared"
     assert declared - imported == set(), "declared but never imported"
+
+
+def test_the_serve_extra_declares_what_serve_imports() -> None:
+    serve = requirements(project()["optional-dependencies"]["serve"])
+    assert {n.replace("_", "-") for n in SERVE_ONLY} == set(serve)
+    for path in PACKAGE.rglob("*.py"):
+        if "serve" not in path.relative_to(PACKAGE).parts and path.name != "serve_cmds.py":
+            text = path.read_text()
+            assert "textual_serve" not in text and "aiohttp" not in text, f"{path} imports the serve extra"
+    for req in serve.values():
+        assert any(s.operator == ">=" for s in req.specifier), f"{req} has no floor"
 
 
 def test_every_dependency_has_a_floor() -> None:

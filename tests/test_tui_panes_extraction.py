@@ -153,8 +153,8 @@ def test_results_against_baseline(tmp_path):
                         what="accept length in the headline")
 
     asyncio.run(main())
-    assert delta("tok_s", 70.0, {"tok_s": 82.0}) == ("-14.6%", "red")
-    assert delta("ttft_ms_median", 150.0, {"ttft_ms_median": 200.0}) == ("-25.0%", "green")
+    assert delta("tok_s", 70.0, {"tok_s": 82.0}) == ("-14.6%", "ec.error")
+    assert delta("ttft_ms_median", 150.0, {"ttft_ms_median": 200.0}) == ("-25.0%", "ec.ok")
 
 
 def cli_figures(tmp_path) -> dict:

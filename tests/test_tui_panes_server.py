@@ -91,7 +91,10 @@ def test_server_pane_follows_startup_ready_decode_and_errors(tmp_path):
             await until(pilot, lambda: any(f["code"] == "CUDA_OOM" for f in pane.summary["findings"]), what="oom")
             assert "CUDA_OOM" in str(pane.head.render())
             oom = next(s for s in pane.view.shown_lines if "out of memory" in s)
-            assert server_line_style(oom) is not None and server_line_style(oom).color.name == "red"
+            from eagle_console.tui.theme import rich_style
+
+            # the theme's error colour (Textual's $error), not a fixed red
+            assert server_line_style(oom) == rich_style("ec.error.bold") and server_line_style(oom).bold
 
     asyncio.run(main())
 

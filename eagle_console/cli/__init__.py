@@ -20,6 +20,7 @@ from eagle_console.journal.faults import JournalError
 # Each module exposes `register(subparsers)`, adding its commands with `set_defaults(func=...)`.
 COMMAND_MODULES = (
     "eagle_console.cli.tui_cmds",
+    "eagle_console.cli.serve_cmds",
     "eagle_console.cli.demo_cmds",
     "eagle_console.cli.init_cmds",
     "eagle_console.cli.plan_cmds",

@@ -24,7 +24,7 @@ from textual.widgets import Static, Tree
 
 from eagle_console.ops import export as export_op
 from eagle_console.ops import rollback, steps
-from eagle_console.tui import keys, messages, toasts, workers, zoom
+from eagle_console.tui import keys, messages, theme, toasts, workers, zoom
 from eagle_console.tui.commands import ConsoleCommands
 from eagle_console.tui.context import ConsoleContext
 from eagle_console.tui.keybar import KeyBar
@@ -61,6 +61,7 @@ class ConsoleApp(App[int]):
         self.first_paint: FirstPaint | None = None
         self.quit_message: str | None = None  # what keeps running, also printed once the terminal is back
         self._notices = workers.Notices(ctx.journal.last_event_id())
+        theme.restore(self)  # the operator's saved theme (tui/theme.py)
 
     @property
     def readonly(self) -> bool:
@@ -116,6 +117,7 @@ class ConsoleApp(App[int]):
         self._show_snapshot(read_snapshot(self.ctx.journal))
         self.set_interval(1.0, self._tick)  # elapsed time of running steps
         self.call_after_refresh(self._first_frame_shown)
+        theme.follow(self, self.plan_pane.refresh_labels)
 
     def _first_frame_shown(self) -> None:
         """The first screen is up: now start what it does not show (polling, the hidden tabs' panes)."""

@@ -6,12 +6,14 @@ from typing import Any
 
 from rich.text import Text
 
+from eagle_console.tui.theme import tstyle
+
 GLYPHS = {
     "completed": "✔", "in_progress": "◐", "pending": "○", "failed": "✖", "skipped": "⊘", "rolled_back": "↺",
 }
 STATUS_STYLE = {
-    "completed": "green", "in_progress": "yellow", "pending": "", "failed": "bold red",
-    "skipped": "dim", "rolled_back": "magenta",
+    "completed": "ec.ok", "in_progress": "ec.warn", "pending": "", "failed": "ec.error.bold",
+    "skipped": "dim", "rolled_back": "ec.other",
 }
 PRIORITY_MARK = {"high": "!", "medium": " ", "low": "↓"}
 UNMET_MARK = "⇠"  # waits on a step that is not completed yet
@@ -46,19 +48,19 @@ def node_label(item_id: str, title: str, status: str, priority: str, *, width: i
     head = f"{glyph} {PRIORITY_MARK.get(priority, ' ')}{item_id} "
     room = width - len(head) - len(tail)
     label = Text()
-    label.append(glyph, style=STATUS_STYLE.get(status, ""))
+    label.append(glyph, style=tstyle(STATUS_STYLE.get(status, "")))
     label.append(" ")
-    label.append(PRIORITY_MARK.get(priority, " "), style="bold red" if priority == "high" else "dim")
+    label.append(PRIORITY_MARK.get(priority, " "), style=tstyle("ec.error.bold") if priority == "high" else "dim")
     label.append(f"{item_id} ", style="bold")
     label.append(ellipsise(title, max(room, 8)), style="dim" if status in ("skipped", "completed") else "")
     if elapsed is not None:
-        label.append(f"  {RUNNING_MARK} {elapsed_text(elapsed)}", style="yellow")
+        label.append(f"  {RUNNING_MARK} {elapsed_text(elapsed)}", style=tstyle("ec.warn"))
     if unmet:
-        label.append(f" {UNMET_MARK}", style="cyan")
+        label.append(f" {UNMET_MARK}", style=tstyle("ec.info"))
     return label
 
 
-FINDING_STYLE = {"error": "bold red", "warning": "yellow"}
+FINDING_STYLE = {"error": "ec.error.bold", "warning": "ec.warn"}
 
 
 def findings_text(findings: list[dict[str, Any]], width: int, severity: bool = False) -> Text:
@@ -66,7 +68,7 @@ def findings_text(findings: list[dict[str, Any]], width: int, severity: bool = F
     out = Text()
     for f in findings:
         head = f"{f['severity'].upper()} {f['code']}" if severity else f["code"]
-        out += Text(f"\n{head}: {f['message'][:width]}", style=FINDING_STYLE.get(f["severity"], "dim"))
+        out += Text(f"\n{head}: {f['message'][:width]}", style=tstyle(FINDING_STYLE.get(f["severity"], "dim")))
     return out
 
 

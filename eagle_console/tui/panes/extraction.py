@@ -15,6 +15,7 @@ from eagle_console.figures import format_value
 from eagle_console.tui.messages import PlanReloaded, StepSelected
 from eagle_console.tui.panes._logview import HIDDEN_S, Poller, QuietStatic
 from eagle_console.tui.panes.follow import step_log
+from eagle_console.tui.theme import tstyle
 
 if TYPE_CHECKING:
     from eagle_console.plan.model import Plan, Step
@@ -59,14 +60,14 @@ def figures_text(r: dict[str, Any]) -> Text:
                f"{'N/A' if rate is None else format(rate, '.2f')}/s · ETA {human_secs(r.get('eta_s'))}", style="bold")
     fits = r.get("fits")
     out += Text("\nfits: " + {True: "yes", False: "NO", None: "unknown yet"}[fits],
-                style={True: "green", False: "bold red", None: "dim"}[fits])
+                style=tstyle({True: "ec.ok", False: "ec.error.bold", None: "dim"}[fits]))
     out += Text(f" · output {human_bytes(r['output_bytes'])} → {human_bytes(r.get('projected_bytes'))}")
     out += Text(f"\n{r['files']} files · free {human_bytes(r.get('free_bytes'))}"
                 f" · /dev/shm free {human_bytes(r.get('shm_free_bytes'))}", style="dim")
     if r.get("tokens") is not None:
         out += Text(f" · tokens {r['tokens']:,}", style="dim")
     if r.get("summary"):
-        out += Text(f"\nfinished: {format_value(r['summary'])}", style="green")
+        out += Text(f"\nfinished: {format_value(r['summary'])}", style=tstyle("ec.ok"))
     return out
 
 
@@ -164,4 +165,4 @@ class ExtractionPane(Vertical):
             warning.remove_class("-shown")
 
     def _failed(self, exc: BaseException) -> None:
-        self.query_one("#ex-figures", Static).update(Text(f"cannot read the extraction: {exc}", style="red"))
+        self.query_one("#ex-figures", Static).update(Text(f"cannot read the extraction: {exc}", style=tstyle("ec.error")))

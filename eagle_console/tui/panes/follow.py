@@ -16,6 +16,7 @@ from eagle_console.ops.logs import service_log
 from eagle_console.tui.messages import PlanReloaded, StepSelected
 from eagle_console.tui.panes._logview import FOLLOW_S, HIDDEN_S, Poller, QuietStatic
 from eagle_console.tui.panes.logview import MAX_LINES, LogView
+from eagle_console.tui.theme import tstyle
 
 READS_PER_POLL = 16  # x 4 MiB: how far one poll may catch up before handing a batch to the screen
 
@@ -132,7 +133,7 @@ class FollowPane(Vertical):
         """Draw what `digest` found (event loop)."""
 
     def _failed(self, exc: BaseException) -> None:
-        self.view.status.update(Text(f"cannot follow the log: {exc}", style="red"))
+        self.view.status.update(Text(f"cannot follow the log: {exc}", style=tstyle("ec.error")))
 
 
 class ServiceLogPane(FollowPane):

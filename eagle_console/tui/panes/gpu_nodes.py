@@ -13,6 +13,7 @@ from rich.text import Text
 
 from eagle_console.tui.panes._logview import Poller, QuietStatic
 from eagle_console.tui.panes.gpus import gpu_row, holders_table
+from eagle_console.tui.theme import tstyle
 
 if TYPE_CHECKING:
     from eagle_console.tui.context import ConsoleContext
@@ -34,7 +35,7 @@ def node_section(entry: dict[str, Any], width: int | None) -> Text:
     else:
         last = "no reading yet" if entry.get("gpus") is None else f"last reading {age:.0f}s old"
         out = Text(f"node {name} · {addr} · UNREACHABLE · {last} · {entry.get('error') or '?'}",  # cut from the end
-                   style="bold red", no_wrap=True, overflow="ellipsis")
+                   style=tstyle("ec.error.bold"), no_wrap=True, overflow="ellipsis")
     gpus = gpus_of(entry)
     dim = not entry.get("reachable")
     for g in gpus:
@@ -52,7 +53,7 @@ def node_section(entry: dict[str, Any], width: int | None) -> Text:
 
 def sections_text(entries: list[dict[str, Any]], width: int | None) -> Text:
     if not entries:
-        return Text("cluster: no node carries an eagle-node:NAME resource", style="yellow")
+        return Text("cluster: no node carries an eagle-node:NAME resource", style=tstyle("ec.warn"))
     return Text("\n").join(node_section(e, width) for e in entries)
 
 
@@ -93,4 +94,4 @@ class NodeSections(QuietStatic):
         self.draw()
 
     def _failed(self, exc: BaseException) -> None:
-        self.update(Text(f"cluster: cannot read the nodes: {exc}", style="red"))
+        self.update(Text(f"cluster: cannot read the nodes: {exc}", style=tstyle("ec.error")))

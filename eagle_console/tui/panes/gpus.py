@@ -14,6 +14,7 @@ from textual.widgets import Static
 
 from eagle_console.tui.messages import PlanReloaded, ReadGpusNow
 from eagle_console.tui.panes._logview import Poller, QuietStatic
+from eagle_console.tui.theme import tstyle
 
 if TYPE_CHECKING:
     from eagle_console.node.gpus import GpuBackend, GpuSample, NodeSample
@@ -65,7 +66,7 @@ def mem_bar(used: float | None, total: float | None, width: int = BAR) -> Text:
         return Text("?" * width, style="dim")
     frac = max(0.0, min(1.0, used / total))
     full = max(1, round(frac * width)) if used > 0 else 0  # 9 GiB of 140 still shows: something holds memory
-    style = "red" if frac > 0.9 else "yellow" if frac > 0.6 else "green"
+    style = tstyle("ec.error") if frac > 0.9 else tstyle("ec.warn") if frac > 0.6 else tstyle("ec.ok")
     return Text("█" * full, style=style) + Text("░" * (width - full), style="dim")
 
 
@@ -134,7 +135,7 @@ def holders_table(holders: list[Holder], width: int | None = None) -> Text:
         command = holder_command(h)
         if not h.in_namespace:
             command = f"{command} (not in this PID namespace)"
-        style = {"orphan": "bold red", "tracked": "green"}.get(h.cls, "")
+        style = tstyle({"orphan": "ec.error.bold", "tracked": "ec.ok"}.get(h.cls, ""))
         if narrow:
             rest = f"step {h.owner}" if h.owner else command
             out += Text(f"{h.pid:<6} {gpus:<3} {mib:>5} {h.cls:<7} {rest}\n", style=style)
@@ -147,13 +148,13 @@ def holders_table(holders: list[Holder], width: int | None = None) -> Text:
 def render_reading(reading: GpuReading, width: int | None = None) -> tuple[Text, Text]:
     sample = reading.sample
     if sample.backend == "none" or (sample.error and not sample.gpus):
-        head = Text(f"No GPUs: {sample.error or 'no NVIDIA driver'}", style="yellow")
+        head = Text(f"No GPUs: {sample.error or 'no NVIDIA driver'}", style=tstyle("ec.warn"))
     else:
         head = Text("\n", no_wrap=True, overflow="ellipsis").join(gpu_row(g, width) for g in sample.gpus)
         if sample.error:
-            head += Text(f"\n{sample.error}", style="yellow")
+            head += Text(f"\n{sample.error}", style=tstyle("ec.warn"))
         if reading.pid_namespace == "foreign":
-            head += Text(f"\n{FOREIGN_NOTE}", style="yellow")
+            head += Text(f"\n{FOREIGN_NOTE}", style=tstyle("ec.warn"))
     return head, holders_table(reading.holders, width)
 
 
@@ -239,4 +240,4 @@ class GpuPane(VerticalScroll):
             self.border_title = title
 
     def _failed(self, exc: BaseException) -> None:
-        self.query_one("#gpu-rows", Static).update(Text(f"GPU reading failed: {exc}", style="red"))
+        self.query_one("#gpu-rows", Static).update(Text(f"GPU reading failed: {exc}", style=tstyle("ec.error")))

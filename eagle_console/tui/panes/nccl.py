@@ -11,6 +11,7 @@ from rich.text import Text
 
 from eagle_console.tui.labels import findings_text
 from eagle_console.tui.panes.follow import LogBatch, ServiceLogPane
+from eagle_console.tui.theme import rich_style, tstyle
 
 BUSY_PCT = 50.0  # a GPU above this is "busy" for the hang check
 
@@ -31,7 +32,7 @@ def nccl_text(summary: dict[str, Any]) -> Text:
     ranks, done = summary.get("ranks"), summary.get("init_complete", 0)
     out = Text(f"NCCL {summary.get('version') or 'version ?'}", style="bold")
     if ranks:
-        style = "green" if done >= ranks else "yellow"
+        style = tstyle("ec.ok") if done >= ranks else tstyle("ec.warn")
         out += Text(f" · Init COMPLETE {done}/{ranks}", style=style)
     else:
         out += Text(" · no communicator yet", style="dim")
@@ -43,7 +44,7 @@ def nccl_text(summary: dict[str, Any]) -> Text:
         out += Text(" · " + " ".join(f"{k} {v}" for k, v in counts.items()))
     env = summary.get("env") or {}
     if env:
-        out += Text("\nenv " + " ".join(f"{k}={v}" for k, v in sorted(env.items())), style="cyan")
+        out += Text("\nenv " + " ".join(f"{k}={v}" for k, v in sorted(env.items())), style=tstyle("ec.info"))
     matrix = format_matrix(summary, max_ranks=16) if summary.get("pairs") else []
     if matrix:
         out += Text("\n" + "\n".join(matrix) + "\nP=P2P S=SHM N=NET C=COLLNET .=none", style="")
@@ -66,7 +67,7 @@ class NcclPane(ServiceLogPane):
         self._parser: Any = None
 
     def styler(self, line: str) -> Style | None:
-        return Style(color="red", bold=True) if " WARN " in line else None
+        return rich_style("ec.error.bold") if " WARN " in line else None
 
     def reset_digest(self) -> None:
         from eagle_console.parse.nccl import NcclParser

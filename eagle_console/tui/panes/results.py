@@ -14,6 +14,7 @@ from textual.widgets import DataTable, Static
 from eagle_console.figures import format_value
 from eagle_console.tui.messages import PlanReloaded
 from eagle_console.tui.panes._logview import HIDDEN_S, Poller
+from eagle_console.tui.theme import tstyle
 
 if TYPE_CHECKING:
     from eagle_console.journal.records import Result
@@ -30,7 +31,7 @@ def delta(name: str, value: float | str, baseline: dict[str, float]) -> tuple[st
         return "", ""
     pct = (float(value) - base) / base * 100
     worse = pct < 0 if not any(k in name for k in HIGHER_IS_WORSE) else pct > 0
-    return f"{pct:+.1f}%", ("red" if worse else "green") if abs(pct) >= 0.05 else ""
+    return f"{pct:+.1f}%", ("ec.error" if worse else "ec.ok") if abs(pct) >= 0.05 else ""
 
 
 NARROW = 60  # cells: below this a long result name is cut so that its value stays on screen
@@ -57,7 +58,7 @@ def rows(results: list[Result], baseline: dict[str, float], name_cells: int | No
         d, style = delta(r.name, r.value, baseline)
         base = baseline.get(r.name)
         out.append((Text(r.step_id), Text(short_name(r.name, name_cells)), Text(value),
-                    Text("" if base is None else format_value(base)), Text(d, style=style),
+                    Text("" if base is None else format_value(base)), Text(d, style=tstyle(style)),
                     Text(time.strftime("%H:%M:%S", time.localtime(r.at)))))
     return out
 
@@ -76,7 +77,7 @@ def headline(results: list[Result], baseline: dict[str, float]) -> Text:
         d, style = delta(name, r.value, baseline)
         if d:
             parts.append(f" vs {format_value(baseline[name])} baseline ")
-            parts.append(d, style=style)
+            parts.append(d, style=tstyle(style))
         parts.append(f" ({r.step_id})", style="dim")
     return parts
 
@@ -144,4 +145,4 @@ class ResultsPane(Vertical):
             empty.update("no results recorded yet · baseline " + ", ".join(f"{k} {format_value(v)}" for k, v in baseline.items()))
 
     def _failed(self, exc: BaseException) -> None:
-        self.query_one("#results-empty", Static).update(Text(f"cannot read results: {exc}", style="red"))
+        self.query_one("#results-empty", Static).update(Text(f"cannot read results: {exc}", style=tstyle("ec.error")))

@@ -13,6 +13,7 @@ from eagle_console.parse.sglang_log import describe_load
 from eagle_console.sparkline import sparkline
 from eagle_console.tui.labels import findings_text
 from eagle_console.tui.panes.follow import LogBatch, ServiceLogPane
+from eagle_console.tui.theme import rich_style, tstyle
 
 _ERROR_LINE = re.compile(r"Traceback|Error\b|Exception|out of memory|Not enough memory|failed|hit an exception"
                          r"|\bWARN(?:ING)?\b", re.IGNORECASE)
@@ -20,35 +21,34 @@ _READY_LINE = re.compile(r"The server is fired up and ready to roll")
 _STAGE_LINE = re.compile(r"Load weight (?:begin|end)|KV Cache is allocated|Capture (?:\w+ )*cuda graph|"
                          r"Uvicorn running on|max_total_num_tokens=", re.IGNORECASE)
 SPARK_WIDTH = 30  # the newest decode logs the head line has room for
-ERROR_STYLE, READY_STYLE, STAGE_STYLE = Style(color="red", bold=True), Style(color="green", bold=True), Style(color="cyan")
 
 
 def server_line_style(line: str) -> Style | None:
     if "Decode batch" in line or "Prefill batch" in line:
         return None
     if _READY_LINE.search(line):
-        return READY_STYLE
+        return rich_style("ec.ok.bold")
     if _ERROR_LINE.search(line):
-        return ERROR_STYLE
+        return rich_style("ec.error.bold")
     if _STAGE_LINE.search(line):
-        return STAGE_STYLE
+        return rich_style("ec.info")
     return None
 
 
 def summary_text(summary: dict[str, Any], history: list[tuple[float, float | None]]) -> Text:
     stages = summary.get("stages", [])
     if summary.get("ready"):
-        out = Text("READY", style="bold green")
+        out = Text("READY", style=tstyle("ec.ok.bold"))
     elif stages:
-        out = Text(f"starting: {stages[-1]['name']}", style="bold yellow")
+        out = Text(f"starting: {stages[-1]['name']}", style=tstyle("ec.warn.bold"))
     else:
         out = Text("no startup stage yet", style="dim")
     load = summary.get("load")
     if load and not summary.get("ready"):  # the weight-loading bar, while the server loads
 
-        out += Text(f" · {describe_load(load)}", style="yellow")
+        out += Text(f" · {describe_load(load)}", style=tstyle("ec.warn"))
     if stages:
-        out += Text("  " + " → ".join(s["name"] for s in stages), style="cyan")
+        out += Text("  " + " → ".join(s["name"] for s in stages), style=tstyle("ec.info"))
     decode = summary.get("decode")
     if decode:
         acc = decode.get("accept_len")
@@ -57,7 +57,7 @@ def summary_text(summary: dict[str, Any], history: list[tuple[float, float | Non
                     f" · token usage {decode.get('token_usage')} · {summary.get('decode_samples', 0)} samples")
         tput = sparkline([t for t, _a in history], SPARK_WIDTH)
         accs = sparkline([a for _t, a in history], SPARK_WIDTH)
-        out += Text(f"\ntok/s {tput}" + (f"  accept {accs}" if accs else ""), style="magenta")
+        out += Text(f"\ntok/s {tput}" + (f"  accept {accs}" if accs else ""), style=tstyle("ec.other"))
     return out + findings_text(summary.get("findings", []), 480)  # SGLang's ValueError whole
 
 

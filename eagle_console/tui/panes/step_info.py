@@ -11,6 +11,7 @@ from textual.widgets import Static
 
 from eagle_console.figures import format_nested
 from eagle_console.tui.labels import rollback_label
+from eagle_console.tui.theme import tstyle
 
 if TYPE_CHECKING:
     from eagle_console.plan.model import Plan
@@ -36,7 +37,7 @@ def info_text(plan: Plan, item_id: str | None) -> Text:
     elif step.action is None:
         out += Text("\nno instructions in the plan (add a `description`)", style="dim")
     if step.action is None:
-        out += Text("\nmanual: do it by hand, then m marks it", style="yellow")
+        out += Text("\nmanual: do it by hand, then m marks it", style=tstyle("ec.warn"))
     else:
         ask = " (asks first)" if step.confirm else ""
         out += Text(f"\nr runs{ask}: {step.action.describe()}{' (a service)' if step.service else ''}")

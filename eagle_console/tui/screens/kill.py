@@ -21,6 +21,7 @@ from textual.widgets import DataTable, Static
 from eagle_console.ops.orphans import KillRecord, memory_by_gpu
 from eagle_console.tui.panes.gpus import holder_command
 from eagle_console.tui.screens.kill_text import left_text, remote_text, result_text, row_key
+from eagle_console.tui.theme import tstyle
 
 if TYPE_CHECKING:
     from eagle_console.node.procs import Holder
@@ -148,7 +149,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
 
     def _show_error(self, message: str) -> None:
         self.state = "done"
-        self.query_one("#kill-summary", Static).update(Text(message, style="red"))
+        self.query_one("#kill-summary", Static).update(Text(message, style=tstyle("ec.error")))
 
     def _show_holders(self, found: HolderScan, nodes: list[dict[str, Any]] | None = None) -> None:
         from eagle_console.ops.nodes import holders_of
@@ -179,7 +180,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
             cmd = holder_command(h, 50)
             if why:
                 cmd = f"✗ {why} · {holder_command(h, 40)}"
-            style = "bold red" if h.cls == "orphan" else "dim" if why else ""
+            style = tstyle("ec.error.bold") if h.cls == "orphan" else "dim" if why else ""
             table.add_row(self._mark(key), Text(key, style=style), ",".join(map(str, h.gpus)) or "-",
                           f"{h.used_mib:.0f}" if h.used_mib is not None else "fd", Text(h.cls, style=style),
                           Text(h.owner or "—"), Text(cmd, style=style), key=key)
@@ -202,13 +203,13 @@ class KillScreen(ModalScreen[KillRecord | None]):
     def _mark(self, key: str) -> Text:
         if key in self.refused_rows:
             return Text("✗", style="dim")
-        return Text("[x]", style="bold red") if key in self.selected else Text("[ ]")
+        return Text("[x]", style=tstyle("ec.error.bold")) if key in self.selected else Text("[ ]")
 
     def _show_plan(self) -> None:
         chosen = self.chosen()
         remote = self.chosen_remote()
         if self.grace_error:
-            text = Text(f"{self.grace_error}: fix it to kill from here", style="red")
+            text = Text(f"{self.grace_error}: fix it to kill from here", style=tstyle("ec.error"))
         elif not chosen and not remote:
             text = Text("Nothing selected.", style="dim")
         else:
@@ -264,7 +265,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
             self._say("read-only console: killing is disabled")
             return
         if self.grace_error:
-            self._say(Text(self.grace_error, style="red"))
+            self._say(Text(self.grace_error, style=tstyle("ec.error")))
             return
         targets = self.chosen()
         remote = [h for hs in self.chosen_remote().values() for h in hs]
@@ -284,7 +285,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
         self.state = "confirming"
         them = "them" if len(tracked) > 1 else "it"
         question = "; ".join(tracked_note(h) for h in tracked) + f": kill {them} anyway? y/N"
-        self._say(Text(question, style="bold red"))
+        self._say(Text(question, style=tstyle("ec.error.bold")))
         self.query_one("#kill-hint", Static).update("y kill · n / enter / esc keep it running")
 
     def action_answer(self, yes: bool) -> None:
@@ -370,7 +371,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
         self.state = "done"
         self.report = record
         progress = self.query_one("#kill-progress", Static)
-        shown = result_text(record) if record is not None else Text(error or "", style="red")
+        shown = result_text(record) if record is not None else Text(error or "", style=tstyle("ec.error"))
         if nodes:
             shown = remote_text(nodes) if record is None and not error else shown + Text("\n") + remote_text(nodes)
         progress.update(shown)
@@ -384,7 +385,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
         killed += [row_key(node, pid) for node, r in (nodes or {}).items() for pid in r.get("killed") or []]
         for key in killed:
             try:
-                self.query_one(DataTable).update_cell(key, "sel", Text("✔", style="bold green"))
+                self.query_one(DataTable).update_cell(key, "sel", Text("✔", style=tstyle("ec.ok.bold")))
             except Exception:  # the row may be gone if the table was rebuilt
                 pass
         from eagle_console.tui.messages import GpusChanged

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 
 from eagle_console.ops.orphans import KillRecord, memory_by_gpu
+from eagle_console.tui.theme import tstyle
 
 if TYPE_CHECKING:
     from eagle_console.node.procs import Holder
@@ -14,13 +15,13 @@ if TYPE_CHECKING:
 
 def result_text(record: KillRecord) -> Text:
     killed, survivors = record.killed, record.survivors
-    out = Text(f"killed {len(killed)}: {' '.join(map(str, killed)) or '-'}\n", style="bold green" if killed else "")
+    out = Text(f"killed {len(killed)}: {' '.join(map(str, killed)) or '-'}\n", style=tstyle("ec.ok.bold") if killed else "")
     if survivors:
-        out += Text(f"SURVIVORS {len(survivors)}: {' '.join(map(str, survivors))}\n", style="bold red")
+        out += Text(f"SURVIVORS {len(survivors)}: {' '.join(map(str, survivors))}\n", style=tstyle("ec.error.bold"))
     if record.gone:
         out += Text(f"already gone: {' '.join(map(str, record.gone))}\n", style="dim")
     for r in record.refused:
-        out += Text(f"not signalled {r['pid']}: {r['reason']}\n", style="yellow")
+        out += Text(f"not signalled {r['pid']}: {r['reason']}\n", style=tstyle("ec.warn"))
     freed = record.freed_mib
     per_gpu = ", ".join(f"GPU {g}: {mib:.0f} MiB" for g, mib in sorted(freed.items(), key=lambda kv: int(kv[0])))
     out += Text(f"freed {sum(freed.values()):.0f} MiB" + (f" ({per_gpu})" if per_gpu else ""))
@@ -32,7 +33,7 @@ def left_text(record: KillRecord, left: list[Holder] | None) -> Text:
     `left` is a fresh scan's holders, None when that scan failed."""
     head = f"after the kill: {len(record.killed)} killed · {record.freed_total:.0f} MiB freed · "
     if left is None:
-        return Text(head + "could not scan again: see the GPUs pane", style="yellow")
+        return Text(head + "could not scan again: see the GPUs pane", style=tstyle("ec.warn"))
     if not left:
         return Text(head + "no GPU holders left", style="bold")
     mem = ", ".join(f"GPU {g}: {mib:.0f} MiB" for g, mib in sorted(memory_by_gpu(left).items())) or "no memory held"
@@ -46,13 +47,13 @@ def remote_text(out: dict[str, dict[str, Any]]) -> Text:
     text = Text()
     for node, r in sorted(out.items()):
         if r.get("error"):
-            text += Text(f"node {node}: kill failed: {r['error']}\n", style="bold red")
+            text += Text(f"node {node}: kill failed: {r['error']}\n", style=tstyle("ec.error.bold"))
             continue
         freed = sum((r.get("freed_mib") or {}).values())
         line = f"node {node}: killed {len(r['killed'])}: {' '.join(map(str, r['killed'])) or '-'} · freed {freed:.0f} MiB"
         if r.get("survivors"):
             line += f" · SURVIVORS {' '.join(map(str, r['survivors']))}"
-        text += Text(line + "\n", style="bold red" if r.get("survivors") else "bold green")
+        text += Text(line + "\n", style=tstyle("ec.error.bold" if r.get("survivors") else "ec.ok.bold"))
     text.rstrip()
     return text
 

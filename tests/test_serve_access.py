@@ -1,0 +1,114 @@
+"""Who may reach `eagle-console serve`: loopback by default; off loopback only with the token (401
+without it); a loopback server refuses a Host that is not loopback (DNS rebinding) and other origins.
+Real servers on real ports, plain HTTP requests."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from servekit import free_port, served
+
+from eagle_console.serve.access import Access, AccessError, host_of, is_loopback
+
+PLAN = '[plan]\nid = "srv"\ntitle = "served"\n\n[[phase]]\nid = "p"\ntitle = "P"\n  [[phase.step]]\n  id = "p.1"\n' \
+       '  title = "one"\n'
+
+
+@pytest.fixture
+def plan(tmp_path: Path) -> Path:
+    path = tmp_path / "plan.toml"
+    path.write_text(PLAN)
+    return path
+
+
+def test_loopback_names() -> None:
+    assert all(map(is_loopback, ["127.0.0.1", "127.8.0.1", "::1", "[::1]", "localhost", "a.localhost"]))
+    assert not any(map(is_loopback, ["0.0.0.0", "10.0.0.5", "::", "localhost.evil.example", "example.com"]))
+    assert host_of("[::1]:8000") == "::1" and host_of("http://Example.com:80") == "example.com"
+
+
+def test_a_token_is_required_off_loopback_and_generated_when_not_given() -> None:
+    assert Access.decide("127.0.0.1", None).token is None
+    generated = Access.decide("0.0.0.0", None).token
+    assert generated and len(generated) >= 24 and generated != Access.decide("0.0.0.0", None).token
+    assert Access.decide("0.0.0.0", "s3cret-token").token == "s3cret-token"
+    with pytest.raises(AccessError):
+        Access.decide("0.0.0.0", "short")
+
+
+def test_off_loopback_a_request_without_the_token_is_refused(plan: Path) -> None:
+    pytest.importorskip("textual_serve", reason="the `serve` extra is not installed")
+    port, token = free_port(), "s3cret-token-123"
+    with served([str(plan), "--host", "0.0.0.0", "--token", token], port):
+        base = f"http://127.0.0.1:{port}"
+        assert httpx.get(f"{base}/").status_code == 401
+        assert httpx.get(f"{base}/?token=wrong-token-0").status_code == 401
+        assert httpx.get(f"{base}/static/js/textual.js").status_code == 401
+        assert httpx.get(f"{base}/ws").status_code == 401  # no console is started for a stranger
+        # the token once in the URL: a cookie, and the address bar without it
+        first = httpx.get(f"{base}/?token={token}&fontsize=14")
+        assert first.status_code == 302 and "token" not in first.headers["location"]
+        assert first.cookies.get("eagle_console_token") == token
+        page = httpx.get(f"{base}{first.headers['location']}", cookies=first.cookies)
+        assert page.status_code == 200 and "textual-terminal" in page.text
+        assert httpx.get(f"{base}/", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+
+
+def test_a_generated_token_is_printed_in_the_url(plan: Path) -> None:
+    pytest.importorskip("textual_serve", reason="the `serve` extra is not installed")
+    port = free_port()
+    with served([str(plan), "--host", "0.0.0.0"], port) as proc:
+        assert httpx.get(f"http://127.0.0.1:{port}/").status_code == 401
+    out = proc.stdout.read()
+    found = re.search(r"\?token=([\w-]+)", out)
+    assert found, out
+    assert "listening off loopback" in out
+
+
+def test_loopback_refuses_a_foreign_host_or_origin(plan: Path) -> None:
+    pytest.importorskip("textual_serve", reason="the `serve` extra is not installed")
+    port = free_port()
+    with served([str(plan)], port):
+        base = f"http://127.0.0.1:{port}"
+        page = httpx.get(f"{base}/")
+        assert page.status_code == 200
+        assert f"ws://127.0.0.1:{port}/ws" in page.text  # the page's URLs name the address the browser used
+        assert httpx.get(f"{base}/", headers={"Host": "rebound.example"}).status_code == 403
+        assert httpx.get(f"{base}/", headers={"Origin": "http://evil.example"}).status_code == 403
+        assert httpx.get(f"http://localhost:{port}/").status_code == 200
+
+
+def test_without_the_extra_it_says_how_to_install_it(plan: Path) -> None:
+    # sys.modules[name] = None is how Python is told a module cannot be imported
+    code = ("import sys; sys.modules['textual_serve'] = None; from eagle_console.cli import main; "
+            f"sys.exit(main(['serve', {str(plan)!r}]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=os.environ)
+    assert out.returncode == 2
+    assert "pip install 'eagle-console[serve]'" in out.stderr
+
+
+def test_a_short_token_is_refused_before_listening(plan: Path) -> None:
+    pytest.importorskip("textual_serve", reason="the `serve` extra is not installed")
+    out = subprocess.run([sys.executable, "-m", "eagle_console", "serve", str(plan), "--host", "0.0.0.0",
+                          "--token", "abc", "--port", str(free_port())], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "at least 8 characters" in out.stderr
+
+
+def test_each_tab_runs_the_tui_with_the_same_options(tmp_path: Path) -> None:
+    import argparse
+    import shlex
+
+    from eagle_console.cli.serve_cmds import console_command
+
+    args = argparse.Namespace(readonly=True, sim=str(tmp_path / "sim"), state_dir=str(tmp_path / "st"))
+    argv = shlex.split(console_command(args, tmp_path / "my plan.toml"))
+    assert argv == [sys.executable, "-m", "eagle_console", "tui", str(tmp_path / "my plan.toml"), "--readonly",
+                    "--sim", str(tmp_path / "sim"), "--state-dir", str(tmp_path / "st")]
+    plain = argparse.Namespace(readonly=False, sim=None, state_dir=None)
+    assert "--readonly" not in console_command(plain, tmp_path / "p.toml")
