@@ -47,7 +47,7 @@ def test_gpus_pane_sections_and_k_kills_orphans_on_both_nodes(ray_cluster, tmp_p
         await until(pilot, lambda: all(str(pids[n][0]) in screen_text(app) for n in "ab"),
                     what="the orphans of both nodes in the GPUs pane")
         text = screen_text(app)
-        assert re.search(r"node a · [\d.]+ · read", text) and re.search(r"node b · [\d.]+ · read", text), text
+        assert re.search(r"node a · [\d.]+ · live", text) and re.search(r"node b · [\d.]+ · live", text), text
         await pilot.press("K")
         await until(pilot, lambda: isinstance(app.screen, KillScreen) and app.screen.state == "choosing",
                     timeout=60, what="the kill dialog's scan")
@@ -90,7 +90,7 @@ def test_a_killed_raylet_is_unreachable_in_the_gpus_pane_within_5s(ray_cluster, 
         text = screen_text(app)
         b = text[text.index("node b"):]
         assert "last reading" in b and b.count("/95.6") == 3, b  # its three GPUs from the last reading, dimmed
-        assert re.search(r"node a · [\d.]+ · read", text), text
+        assert re.search(r"node a · [\d.]+ · live", text), text
         # Ray 2.60's GCS drops the dead node from its table ~4 s after the kill: it stays listed here
         await pilot.pause(max(0.0, 8.0 - (time.monotonic() - killed)))
         assert re.search(r"node b · [\d.]+ · UNREACHABLE", screen_text(app)), screen_text(app)

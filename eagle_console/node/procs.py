@@ -30,6 +30,7 @@ from eagle_console.node.gpus.attribution import (
 
 if TYPE_CHECKING:
     from eagle_console.journal import Journal
+    from eagle_console.node.fdcache import LinkCache
     from eagle_console.node.gpus import NodeSample
     from eagle_console.plan.model import Plan
 
@@ -109,13 +110,15 @@ def scan_device_fds(prefix: str = "/dev/nvidia", proc_root: str = "/proc") -> di
             for pid, names in scan_device_links(prefix, proc_root).items()}
 
 
-def scan_device_files(prefix: str = "/dev/nvidia", proc_root: str = "/proc") -> dict[int, DeviceFiles]:
+def scan_device_files(prefix: str = "/dev/nvidia", proc_root: str = "/proc",
+                      cache: LinkCache | None = None) -> dict[int, DeviceFiles]:
     """pid -> the GPU minors and whether nvidia-uvm (the CUDA runtime's file) is among its open files."""
     return {pid: DeviceFiles({int(r) for r in names if r.isdigit()}, UVM in names)
-            for pid, names in scan_device_links(prefix, proc_root).items()}
+            for pid, names in scan_device_links(prefix, proc_root, cache).items()}
 
 
-def scan_device_links(prefix: str = "/dev/nvidia", proc_root: str = "/proc") -> dict[int, set[str]]:
+def scan_device_links(prefix: str = "/dev/nvidia", proc_root: str = "/proc",
+                      cache: LinkCache | None = None) -> dict[int, set[str]]:
     """pid -> what follows `prefix` in its open files' links ("0", "ctl", "-uvm", "-caps/nvidia-cap1").
 
     One readlink per fd of every process: ~2-5 ms on a node with a few hundred processes. Entries
@@ -123,6 +126,7 @@ def scan_device_links(prefix: str = "/dev/nvidia", proc_root: str = "/proc") -> 
     """
     found: dict[int, set[str]] = {}
     readlink = os.readlink
+    known, seen = cache.begin() if cache is not None else ({}, None)
     try:
         entries = os.listdir(proc_root)
     except OSError:
@@ -137,14 +141,20 @@ def scan_device_links(prefix: str = "/dev/nvidia", proc_root: str = "/proc") -> 
             continue
         names: set[str] = set()
         for fd in fds:
-            try:
-                link = readlink(f"{fd_dir}/{fd}")
-            except OSError:
-                continue
+            link = known.get((name, fd))
+            if link is None:
+                try:
+                    link = readlink(f"{fd_dir}/{fd}")
+                except OSError:
+                    continue
+            if seen is not None:
+                seen[(name, fd)] = link
             if link.startswith(prefix):
                 names.add(link[len(prefix):])
         if names:
             found[int(name)] = names
+    if cache is not None and seen is not None:
+        cache.end(seen)
     return found
 
 
@@ -279,12 +289,13 @@ def scan_holders(sample: NodeSample | None, tracked: list[TrackedRun] | None = N
 
 def scan_node(sample: NodeSample | None, tracked: list[TrackedRun] | None = None, *,
               device_prefix: str = "/dev/nvidia", proc_root: str = "/proc",
-              subreapers: Iterable[int] = (), include_self: bool = False) -> HolderScan:
+              subreapers: Iterable[int] = (), include_self: bool = False,
+              links: LinkCache | None = None) -> HolderScan:
     """`scan_holders` plus whether the backend's pids are ours; call it after `sample` was taken, so a
     process that started in between is only in the fd scan, never only in the backend's lists."""
     tracked = tracked or []
     me = os.getpid()
-    fds = scan_device_files(device_prefix, proc_root)
+    fds = scan_device_files(device_prefix, proc_root, links)  # links: a pane's cache, never a kill's
     nvml = nvml_use(sample)
     # The namespace is judged with this process's own device files still in: the console holding a GPU
     # (its NVML pid backed by its fds) is evidence that NVML's pids are ours.

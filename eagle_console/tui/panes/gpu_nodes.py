@@ -22,7 +22,11 @@ NODES_S = 2.0  # a dead raylet shows within this plus read_nodes' 2 s timeout: u
 
 
 def _age(seconds: float | None) -> str:
-    return "never read" if seconds is None else f"read {seconds:.0f}s ago"
+    """`live` while the readings keep coming: a count of seconds that changes every poll would redraw (and
+    relayout) the pane each time for nothing; the age is shown once it says something."""
+    if seconds is None:
+        return "never read"
+    return "live" if seconds < 2 * NODES_S else f"read {seconds:.0f}s ago"
 
 
 def node_section(entry: dict[str, Any], width: int | None) -> Text:

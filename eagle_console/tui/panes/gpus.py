@@ -12,6 +12,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from eagle_console.node.fdcache import LinkCache
 from eagle_console.tui.messages import PlanReloaded, ReadGpusNow
 from eagle_console.tui.panes._logview import Poller, QuietStatic
 from eagle_console.tui.theme import tstyle
@@ -36,12 +37,12 @@ class GpuReading(NamedTuple):
     pid_namespace: str = "local"  # "foreign": NVML reports another namespace's pids (LXC, Docker)
 
 
-def read_gpus(backend: GpuBackend, ctx: ConsoleContext) -> GpuReading:
+def read_gpus(backend: GpuBackend, ctx: ConsoleContext, links: LinkCache | None = None) -> GpuReading:
     """One blocking reading: the backend's sample plus the classified holders (runs in a worker)."""
     from eagle_console.node.procs import scan_node, tracked_runs
 
     sample = backend.sample()
-    scan = scan_node(sample, tracked_runs(ctx.journal), device_prefix=backend.device_prefix)
+    scan = scan_node(sample, tracked_runs(ctx.journal), device_prefix=backend.device_prefix, links=links)
     return GpuReading(sample, scan.holders, scan.pid_namespace)
 
 
@@ -182,6 +183,7 @@ class GpuPane(VerticalScroll):
         self.ctx = ctx
         self.refresh_s = refresh_s
         self.backend: GpuBackend | None = None
+        self.links = LinkCache()  # the once-a-second scan rereads only new fds (node/fdcache.py)
         self.last: GpuReading | None = None
         self.polls = 0
         self.poller = Poller(self, refresh_s, self._read, self._show, self._failed, name="gpu-poll")
@@ -214,7 +216,7 @@ class GpuPane(VerticalScroll):
             from eagle_console.node.gpus import open_backend
 
             self.backend = open_backend(self.ctx.sim_dir)
-        return read_gpus(self.backend, self.ctx)
+        return read_gpus(self.backend, self.ctx, self.links)
 
     def _show(self, reading: GpuReading) -> None:
         self.last = self.ctx.gpus = reading  # the NCCL pane weighs its hang check with it
