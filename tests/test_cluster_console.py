@@ -139,3 +139,59 @@ def test_a_console_run_for_real_reads_the_nodes(ray_cluster, tmp_path):
                          timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert json.loads(out.stdout.strip().splitlines()[-1]) == {"nodes": ["a", "b"]}, out.stdout + out.stderr[-2000:]
+
+
+CONSOLE_STARTS = r'''
+import sys
+from pathlib import Path
+from eagle_console.journal import Journal
+from eagle_console.plan.loader import load_plan
+from eagle_console.tui.app import make_app
+
+plan = load_plan(Path(sys.argv[1]))
+app = make_app(plan, Journal.for_plan(plan), sim_dir=Path(sys.argv[2]))
+app.call_later(lambda: app.set_timer(1.0, lambda: app.confirm_and_start("0.2")))  # `r` on 0.2, as the key does
+app.run(headless=True, size=(120, 40))
+'''
+
+
+def test_a_node_step_started_by_the_console_survives_its_kill_9_and_rollback_stops_it(ray_cluster, tmp_path):
+    import subprocess
+    import sys
+
+    from clusterkit import cli, step_state
+    from ray.job_submission import JobSubmissionClient
+
+    from eagle_console.journal import Journal
+    from eagle_console.plan.loader import load_plan
+
+    local = tmp_path / "local"
+    gpustate.create_node(local, gpus=1)
+    plan = cluster_plan(tmp_path, ray_cluster, '  [[phase.step]]\n  id = "0.2"\n  title = "long on b"\n'
+                                               '  node = "b"\n  run = "echo ACTION_PID=$$ SIM=$EAGLE_CONSOLE_SIM; '
+                                               'exec sleep 300"\n')
+    console = subprocess.Popen([sys.executable, "-c", CONSOLE_STARTS, str(plan), str(local)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 90
+        while not (found := re.search(r"ACTION_PID=(\d+) SIM=(\S+)", cli("log", plan, "0.2").stdout)):
+            assert time.monotonic() < deadline and console.poll() is None, "the console did not start 0.2"
+            time.sleep(0.5)
+        assert found.group(2) == str(ray_cluster.nodes["b"].sim)  # it runs on node b
+        action = int(found.group(1))
+    finally:
+        console.kill()  # kill -9 of the console
+        console.wait()
+    time.sleep(2.0)
+    journal = Journal.for_plan(load_plan(plan))
+    run = journal.latest_run("0.2")
+    assert step_state(plan, "0.2")[0] == "in_progress" and run.node == "b" and not run.finished
+    assert str(JobSubmissionClient(ray_cluster.address).get_job_status(run.job_id)).endswith("RUNNING")
+    assert _alive(action)
+    r = cli("rollback", plan, "0.2", "--yes")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert step_state(plan, "0.2")[0] == "rolled_back"
+    deadline = time.monotonic() + 20
+    while _alive(action):
+        assert time.monotonic() < deadline, "the action on node b still runs after the rollback"
+        time.sleep(0.3)
