@@ -123,3 +123,25 @@ def test_the_log_path_is_shown_relative_to_the_plan_folder_at_80x24(tmp_path):
         assert str(tmp_path) not in app.query_one("#detail").render().plain
 
     drive(app, scenario, size=(80, 24))
+
+
+def test_a_long_command_takes_one_row_of_the_detail_line_at_80x24(tmp_path):
+    """The first line (the step's command and rollback) wrapped onto four rows at 80x24 and pushed the log
+    tabs down to a few rows; it is one row, cut with …, and the Step pane shows the command whole."""
+    from enginekit import write_plan
+
+    long_run = "python -m some.module --out " + "/data/hidden_states/" * 6 + " --samples 300 --rate 15"
+    plan = write_plan(tmp_path, f'[[phase]]\nid = "0"\ntitle = "p"\n[[phase.step]]\nid = "0.1"\ntitle = "t"\n'
+                                f'run = "{long_run}"\nrollback = "rm -rf /data/hidden_states"\n')
+    app, _journal = open_app(plan)
+
+    async def scenario(pilot):
+        await select(pilot, "0.1")
+        detail = app.query_one("#detail")
+        await until(pilot, lambda: detail.render().plain.startswith("0.1 · python -m some.module"),
+                    what="the detail line")
+        first = detail.render().plain.splitlines()[0]
+        assert first.endswith("…") and len(first) <= detail.content_size.width, first
+        assert "--rate 15" in app.query_one("#step-info-text").render().plain  # whole in the Step pane
+
+    drive(app, scenario, size=(80, 24))

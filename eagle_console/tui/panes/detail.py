@@ -40,8 +40,10 @@ def shown_path(path: str, folder: Path) -> str:
     return path
 
 
-def describe(plan: Plan, item_id: str | None, snap: Snapshot | None) -> Text:
-    """Two short lines for the selected phase or step; plain facts, nothing guessed."""
+def describe(plan: Plan, item_id: str | None, snap: Snapshot | None, width: int | None = None) -> Text:
+    """Two short lines for the selected phase or step; plain facts, nothing guessed. The first (what `r`
+    and `u` do) is cut to `width` with …: a long command took four rows at 80x24, and the Step pane above
+    shows it whole."""
     if item_id is None:
         return Text("no step selected", style="dim")
     step_status = snap.statuses() if snap else {}
@@ -60,6 +62,8 @@ def describe(plan: Plan, item_id: str | None, snap: Snapshot | None) -> Text:
         parts.append(f"check {step.check.describe()}")
     parts.append(rollback_label(step, why=False))  # what `u` will really do, as the Step pane says it
     first = " · ".join(parts)
+    if width and len(first) > width:
+        first = first[:width - 1] + "…"
 
     second: list[str] = []
     state = snap.states.get(step.id) if snap else None
@@ -109,6 +113,8 @@ class DetailLine(Static):
         self.poller.stop()
 
     def on_resize(self) -> None:
+        if self._last is not None and self._last[2] is not None:  # the first line is cut to the width
+            self.show(*self._last)
         self.post_message(DetailResized())  # the toasts sit above this line, whatever its height
 
     def show(self, plan: Plan, item_id: str | None, snap: Snapshot | None) -> None:
@@ -116,7 +122,7 @@ class DetailLine(Static):
         self._last = (plan, item_id, snap)
         if moved:  # a new step or plan: its report now, not at the next poll
             self.poller.poke()
-        text = describe(plan, item_id, snap)
+        text = describe(plan, item_id, snap, self.content_size.width or None)
         for line in self._extra.get(item_id or "", []):
             text.append("\n" + line, style="italic")
         self.update(text)
