@@ -51,6 +51,39 @@ def ranks_of(path):
     return eng, run, load_ranks(artifacts[0].parent)
 
 
+def nccl_pane_summary(path) -> dict:
+    """The NCCL pane over the multi-node service 0.1 (the real pane in App.run_test): its summary."""
+    import asyncio
+
+    from textual.app import App
+    from tuikit import until
+
+    from eagle_console.journal import Journal
+    from eagle_console.plan.loader import load_plan
+    from eagle_console.tui.context import ConsoleContext
+    from eagle_console.tui.panes.nccl import NcclPane
+
+    plan = load_plan(path)
+    ctx = ConsoleContext(plan_path=path, plan=plan, journal=Journal.for_plan(plan), selected_step_id="0.1")
+    seen: dict = {}
+
+    class PaneApp(App):
+        def compose(self):
+            yield NcclPane(ctx)
+
+    async def main() -> None:
+        app = PaneApp()
+        async with app.run_test(size=(120, 40)) as pilot:
+            pane = app.query_one(NcclPane)
+            await until(pilot, lambda: pane.summary and pane.summary.get("init_complete") == 4, timeout=20,
+                        what="the merged NCCL summary")
+            assert "2 nodes (a, b)" in str(pane.head.render())
+            seen.update(pane.summary)
+
+    asyncio.run(main())
+    return seen
+
+
 def held_gpus(sim) -> set[int]:
     return {g for h in gpustate.holders(sim) for g in h.mib}
 
@@ -72,6 +105,10 @@ def test_two_rank_launch_ready_then_rollback_frees_both_nodes(two_nodes):
     assert doc["nnodes"] == 2 and doc["node_ranks"] == {"a": [0, 1], "b": [2, 3]}
     assert doc["hosts"] == ["sim-a", "sim-b"] and doc["init_complete"] == 4
     assert "NET_SOCKET_INTER_NODE" in [f["code"] for f in doc["findings"]]
+    pane_summary = nccl_pane_summary(path)  # the console's NCCL pane: the same merged diagnosis
+    assert pane_summary["nnodes"] == 2 and pane_summary["node_ranks"] == {"a": [0, 1], "b": [2, 3]}
+    assert pane_summary["init_complete"] == 4
+    assert "NET_SOCKET_INTER_NODE" in [f["code"] for f in pane_summary["findings"]]
 
     out = cli("rollback", str(path), "0.1", "--yes")
     assert out.returncode == 0, out.stdout + out.stderr

@@ -48,6 +48,15 @@ def live_service(journal: Journal, step_id: str) -> Run | None:
     return None
 
 
+def service_step(plan: Plan, journal: Journal, step_id: str | None) -> str | None:
+    """The step whose service log `service_log` gives (the NCCL pane looks for its ranks' logs)."""
+    step = plan.step(step_id) if step_id else None
+    if step is not None and step.service:
+        return step.id
+    runs = [r for r in journal.runs() if r.service and r.log]
+    return runs[-1].step_id if runs else None
+
+
 def service_log(plan: Plan, journal: Journal, step_id: str | None) -> Path | None:
     """The service log the Server and NCCL panes follow: the selected step's when it is a service, else
     the log of the latest service run of any step."""

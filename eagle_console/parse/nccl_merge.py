@@ -21,12 +21,24 @@ def merge_nccl(logs: Sequence[tuple[str, Iterable[str]]], **live: Any) -> dict[s
     """The merged summary of several nodes' logs: `nccl --json`'s keys, `nnodes` and `node_ranks`."""
     parser = NcclParser()
     for node, lines in logs:
-        parser.node = node
+        feed_node(parser, node, lines)
+    return merged_summary(parser, [node for node, _ in logs], **live)
+
+
+def feed_node(parser: NcclParser, node: str, lines: Iterable[str]) -> None:
+    """Feed one node's lines under its name (a follower feeds each node's new lines as they come)."""
+    parser.node = node
+    try:
         parser.feed(lines)
-    parser.node = None
+    finally:
+        parser.node = None
+
+
+def merged_summary(parser: NcclParser, nodes: Sequence[str], **live: Any) -> dict[str, Any]:
+    """The summary of a parser fed by `feed_node` for each of `nodes`."""
     summary: dict[str, Any] = dict(parser.summary(**live))
     host_node = {h: _node_of(parser, h) for h in parser.hosts}
-    node_ranks: dict[str, list[int]] = {node: [] for node, _ in logs}
+    node_ranks: dict[str, list[int]] = {node: [] for node in nodes}
     for rank, host in sorted(parser._rank_host.items()):
         node = host_node.get(host)
         if node in node_ranks:

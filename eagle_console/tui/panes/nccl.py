@@ -36,6 +36,8 @@ def nccl_text(summary: dict[str, Any]) -> Text:
         out += Text(f" · Init COMPLETE {done}/{ranks}", style=style)
     else:
         out += Text(" · no communicator yet", style="dim")
+    if summary.get("nnodes"):
+        out += Text(f" · {summary['nnodes']} nodes ({', '.join(summary.get('node_ranks') or {})})")
     hosts = summary.get("hosts") or []
     if hosts:
         out += Text(f" · {len(hosts)} host{'s' if len(hosts) != 1 else ''}")
@@ -65,6 +67,7 @@ class NcclPane(ServiceLogPane):
         self.summary: dict[str, Any] | None = None
         self.gpu_busy: bool | None = None  # from the GPU pane's latest reading (ctx.gpus), on the event loop
         self._parser: Any = None
+        self._ranks: Any = None  # ops.nccl_ranks.RankNccl while a multi-node server's ranks are followed
 
     def styler(self, line: str) -> Style | None:
         return rich_style("ec.error.bold") if " WARN " in line else None
@@ -73,18 +76,39 @@ class NcclPane(ServiceLogPane):
         from eagle_console.parse.nccl import NcclParser
 
         self._parser = NcclParser()
+        if self._ranks is not None:
+            self._ranks.close()
+        self._ranks = None
+
+    def _rank_nccl(self) -> Any:
+        """Worker: a multi-node server's ranks, once its ranks.json lists them (the pane then merges their
+        logs, as `nccl --service` does); None for a single-node one."""
+        if self._ranks is None:
+            from eagle_console.ops.logs import service_step
+            from eagle_console.ops.nccl_ranks import RankNccl, rank_logs
+
+            step_id = service_step(self.ctx.plan, self.ctx.journal, self.step_id)
+            step = self.ctx.plan.step(step_id) if step_id else None
+            if step is not None and step.action is not None and step.action.with_.get("nodes"):
+                logs = rank_logs(self.ctx.plan.state_dir, step.id)
+                self._ranks = RankNccl(logs) if logs else None
+        return self._ranks
 
     def digest(self, lines: list[str]) -> Any:
         from eagle_console.parse.nccl import nccl_lines
 
         if self._parser is None or self.path is None:
             return None
-        nccl = nccl_lines(lines)
-        self._parser.feed(nccl)
         try:
             silent = max(0.0, time.time() - self.path.stat().st_mtime)
         except OSError:
             silent = None
+        ranks = self._rank_nccl()
+        if ranks is not None:  # every node's rank log, merged (rank 0's copy in the service log is left out)
+            new = ranks.read_new()
+            return ranks.summary(seconds_since_last_line=silent, gpu_busy=self.gpu_busy), new
+        nccl = nccl_lines(lines)
+        self._parser.feed(nccl)
         return self._parser.summary(seconds_since_last_line=silent, gpu_busy=self.gpu_busy), nccl
 
     def view_lines(self, batch: LogBatch) -> list[str]:

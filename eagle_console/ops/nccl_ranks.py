@@ -1,0 +1,48 @@
+"""The NCCL pane's view of a multi-node server: every rank's log followed, one merged diagnosis.
+
+A multi-node `sglang.server` records its ranks in `<state>/artifacts/<step>/ranks.json`, each with a log on
+this machine (sglang/multinode_run.py). `RankNccl` follows each of them (bounded reads, regular files only:
+node/tail.LogFollower) and feeds their NCCL lines, each under its node's name, to one parser, so the pane
+shows the `nccl --service PLAN STEP` diagnosis (nNodes, NET/Socket between nodes, missing nodes) as it grows.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from eagle_console.node.tail import LogFollower
+from eagle_console.parse.nccl import NcclParser, nccl_lines
+from eagle_console.parse.nccl_merge import feed_node, merged_summary
+
+
+def rank_logs(state_dir: Path, step_id: str) -> list[tuple[str, Path]]:
+    """(node, log) of each rank the step recorded; empty for a single-node service."""
+    from eagle_console.sglang.multinode_run import load_ranks
+
+    ranks = load_ranks(state_dir / "artifacts" / step_id)
+    return [(r.node, Path(r.log)) for r in sorted(ranks, key=lambda r: r.rank)] if len(ranks) > 1 else []
+
+
+class RankNccl:
+    def __init__(self, logs: list[tuple[str, Path]]) -> None:
+        self.logs = logs
+        self.parser = NcclParser()
+        self.followers = {str(path): LogFollower(path, start="begin") for _node, path in logs}
+
+    def read_new(self) -> list[str]:
+        """The new NCCL lines of every rank (each prefixed with its node, for the pane's list)."""
+        shown: list[str] = []
+        for node, path in self.logs:
+            lines = nccl_lines(self.followers[str(path)].read_new())
+            if lines:
+                feed_node(self.parser, node, lines)
+                shown.extend(f"[{node}] {line}" for line in lines)
+        return shown
+
+    def summary(self, **live: Any) -> dict[str, Any]:
+        return merged_summary(self.parser, [node for node, _ in self.logs], **live)
+
+    def close(self) -> None:
+        for f in self.followers.values():
+            f.close()
