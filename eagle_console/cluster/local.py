@@ -145,7 +145,7 @@ class LocalCluster:
 
     def stop(self) -> None:
         """Stop what this cluster started (SIGTERM, SIGKILL after 5 s); idempotent."""
-        import psutil
+        from eagle_console.engine.procs import terminate_then_kill
 
         if self._stopped:
             return
@@ -156,19 +156,8 @@ class LocalCluster:
             ray.shutdown()  # our own driver connection, if any: no reconnect attempts after the GCS is gone
         except Exception:  # noqa: BLE001 - stopping the processes matters more
             pass
-        ours = self._processes()
-        for p in ours:  # SIGTERM first: the GCS and raylets flush and close their sockets
-            try:
-                p.terminate()
-            except psutil.Error:
-                pass
-        _, alive = psutil.wait_procs(ours, timeout=5)
-        for p in alive:
-            try:
-                p.kill()
-            except psutil.Error:
-                pass
-        psutil.wait_procs(alive, timeout=5)
+        # SIGTERM first: the GCS and raylets flush and close their sockets
+        terminate_then_kill(self._processes(), 5.0)
         for node in self.nodes.values():
             node.proc.poll()
         shutil.rmtree(self.temp, ignore_errors=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import socket
 import sys
 import time
@@ -139,20 +138,15 @@ def stop_leftovers(root: Path, sim: Path | None = None) -> list[int]:
     pids = [h.pid for h in gpustate.holders(sim)] if (sim / "holders").is_dir() else []
     import psutil
 
+    from eagle_console.engine.procs import terminate_then_kill
+
     procs = []
     for pid in pids:
         try:
-            p = psutil.Process(pid)
-            p.send_signal(signal.SIGTERM)
-            procs.append(p)
+            procs.append(psutil.Process(pid))
         except psutil.Error:
             pass
-    _gone, alive = psutil.wait_procs(procs, timeout=3)
-    for p in alive:
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
+    terminate_then_kill(procs, 3.0)
     return pids
 
 

@@ -63,6 +63,24 @@ def session_members(sid: int, pgid: int | None = None, leader_ctime: float | Non
     return out
 
 
+def terminate_then_kill(procs: list[psutil.Process], grace_s: float) -> list[psutil.Process]:
+    """SIGTERM each, SIGKILL what is left after `grace_s`; returns the ones that needed SIGKILL. For
+    processes this code started itself (a demo's, a local cluster's): no session or ownership checks."""
+    for p in procs:
+        try:
+            p.terminate()
+        except psutil.Error:
+            pass
+    _gone, alive = psutil.wait_procs(procs, timeout=grace_s)
+    for p in alive:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(alive, timeout=grace_s)
+    return alive
+
+
 def stop_session(sid: int, pgid: int | None, grace_s: float, on_wait=None, leader_ctime: float | None = None,
                  own_child: subprocess.Popen | None = None) -> list[int]:
     """SIGTERM every process of the run's session and group, SIGKILL what is left after `grace_s`.
