@@ -195,3 +195,32 @@ def test_a_node_step_started_by_the_console_survives_its_kill_9_and_rollback_sto
     while _alive(action):
         assert time.monotonic() < deadline, "the action on node b still runs after the rollback"
         time.sleep(0.3)
+
+
+def test_the_console_on_node_a_shows_and_kills_its_gpus_once(ray_cluster, tmp_path):
+    """The console runs on node a (its GPUs are this machine's: the same UUIDs): node a is not listed again
+    under the cluster, and K lists a's orphan once, as this machine's (the demo showed it twice)."""
+    from eagle_console.tui.screens.kill import KillScreen
+
+    orphan = orphans.leave_orphans(ray_cluster.nodes["a"].sim, count=1, mib=1000, gpus=[1])[0]
+    app, _journal = open_app(cluster_plan(tmp_path, ray_cluster, STEP), sim_dir=ray_cluster.nodes["a"].sim)
+
+    async def scenario(pilot):
+        sections = _sections(app)
+        await until(pilot, lambda: sections.entries and "node a is this machine" in screen_text(app), timeout=60,
+                    what="node a recognised as this machine")
+        text = screen_text(app)
+        assert not re.search(r"node a · [\d.]+ · live", text) and re.search(r"node b · [\d.]+ · live", text), text
+        assert text.count(str(orphan)) == 1, text
+        await pilot.press("K")
+        await until(pilot, lambda: isinstance(app.screen, KillScreen) and app.screen.state == "choosing",
+                    timeout=60, what="the kill dialog's scan")
+        keys = [f"{n}:{h.pid}" if n else str(h.pid) for n, h in app.screen.rows]
+        assert keys.count(str(orphan)) == 1 and f"a:{orphan}" not in keys, keys
+        await pilot.press("escape")
+
+    try:
+        drive(app, scenario, size=(120, 50))
+    finally:
+        if _alive(orphan):
+            os.kill(orphan, signal.SIGKILL)

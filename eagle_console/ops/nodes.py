@@ -28,6 +28,18 @@ def _last_line(exc: BaseException) -> str:
     return lines[-1].strip() if lines else type(exc).__name__
 
 
+def this_machine(entries: list[dict[str, Any]], local_uuids: set[str]) -> str | None:
+    """The node whose GPUs are this machine's (the same GPU UUIDs): the console runs on it, so its GPUs and
+    holders are shown and killed once, as this machine's (with the console's own protections)."""
+    if not local_uuids:
+        return None
+    for e in entries:
+        uuids = {g.get("uuid") for g in e.get("gpus") or []}
+        if uuids and uuids == local_uuids:
+            return e["name"]
+    return None
+
+
 def holders_of(entry: dict[str, Any]) -> list[Holder]:
     """A node entry's holders as Holder records (for the same tables as this machine's), None-safe."""
     from eagle_console.node.procs import Holder

@@ -65,7 +65,8 @@ def create_node(sim_dir: Path, gpus: int = 8, container: bool = False,
             {
                 "index": i,
                 "name": GPU_NAME,
-                "uuid": f"GPU-{uuid.uuid5(uuid.NAMESPACE_URL, f'eagle-console-sim-{i}')}",
+                # unique per node, as real GPUs' are: the console tells "node a is this machine" by them
+                "uuid": f"GPU-{uuid.uuid5(uuid.NAMESPACE_URL, f'eagle-console-sim-{sim_dir.resolve()}-{i}')}",
                 "memory_total_mib": GPU_MEMORY_MIB,
                 "pcie_gen": 5,
                 "pcie_width": 16,

@@ -55,10 +55,14 @@ def node_section(entry: dict[str, Any], width: int | None) -> Text:
     return out
 
 
-def sections_text(entries: list[dict[str, Any]], width: int | None) -> Text:
+def sections_text(entries: list[dict[str, Any]], width: int | None, here: str | None = None) -> Text:
+    """Every node but `here` (this machine's node, whose GPUs the rows above already show)."""
     if not entries:
         return Text("cluster: no node carries an eagle-node:NAME resource", style=tstyle("ec.warn"))
-    return Text("\n").join(node_section(e, width) for e in entries)
+    shown = [node_section(e, width) for e in entries if e["name"] != here]
+    if here is not None:
+        shown.insert(0, Text(f"node {here} is this machine: its GPUs are above", style="dim"))
+    return Text("\n").join(shown)
 
 
 class NodeSections(QuietStatic):
@@ -92,7 +96,14 @@ class NodeSections(QuietStatic):
 
     def draw(self, width: int | None = None) -> None:
         if self.entries is not None:
-            self.update(sections_text(self.entries, width or self.size.width or None))
+            self.update(sections_text(self.entries, width or self.size.width or None, self.here()))
+
+    def here(self) -> str | None:
+        from eagle_console.ops.nodes import this_machine
+
+        reading = self.ctx.gpus  # the GPUs pane's own reading of this machine
+        local = {g.uuid for g in reading.sample.gpus if g.uuid} if reading is not None else set()
+        return this_machine(self.entries or [], local)
 
     def on_resize(self) -> None:
         self.draw()

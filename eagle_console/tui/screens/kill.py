@@ -161,7 +161,10 @@ class KillScreen(ModalScreen[KillRecord | None]):
         self.refused_rows = {row_key(None, pid): why for pid, why in refused.items()}
         self.selected = {row_key(None, pid) for pid in preselected(found)}
         unreachable = []
+        here = self._here(nodes or [])
         for entry in nodes or []:
+            if entry["name"] == here:  # this machine's node: its holders are the rows above, scanned here
+                continue
             if not entry.get("reachable"):
                 unreachable.append(f"node {entry['name']} UNREACHABLE ({entry.get('error')})")
                 continue
@@ -199,6 +202,13 @@ class KillScreen(ModalScreen[KillRecord | None]):
             summary += " · " + "; ".join(unreachable)
         self.query_one("#kill-summary", Static).update(summary)
         self._show_plan()
+
+    def _here(self, nodes: list[dict[str, Any]]) -> str | None:
+        from eagle_console.ops.nodes import this_machine
+
+        reading = self.ctx.gpus
+        local = {g.uuid for g in reading.sample.gpus if g.uuid} if reading is not None else set()
+        return this_machine(nodes, local)
 
     def _mark(self, key: str) -> Text:
         if key in self.refused_rows:
