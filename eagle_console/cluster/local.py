@@ -25,6 +25,7 @@ from pathlib import Path
 from eagle_console.cluster import node_resource
 
 RAY_START_TIMEOUT_S = 90.0
+OBJECT_STORE_BYTES = 100 * 1000 * 1000  # Ray's minimum is 75 MiB
 TOKEN_FILE = "ray-auth-token"
 # The GCS declares a silent raylet dead after ~1.5 s, not Ray's default of tens of seconds
 # (docs/cluster.md recommends the same on a real cluster).
@@ -78,7 +79,10 @@ class LocalCluster:
 
     def start_node(self, name: str, sim: Path | None, head: bool) -> RayNode:
         ray = str(Path(sys.executable).parent / "ray")
+        # a small object store: nothing large travels here, and a container's 64 MiB /dev/shm (Docker's
+        # default) then only makes Ray fall back to /tmp with a warning instead of sizing it from RAM
         argv = [ray, "start", "--block", "--num-cpus=1", "--node-ip-address=127.0.0.1",
+                f"--object-store-memory={OBJECT_STORE_BYTES}",
                 f'--resources={{"{node_resource(name)}": 1}}', *(f"{f}={free_port()}" for f in _PORT_FLAGS)]
         if head:
             argv += ["--head", f"--port={self.address.rpartition(':')[2]}", "--dashboard-host=127.0.0.1",
