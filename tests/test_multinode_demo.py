@@ -73,8 +73,11 @@ def test_ctrl_c_while_the_cluster_starts_leaves_no_ray_process(tmp_path):
     import signal
     import time
 
+    # Ctrl+C's default disposition for the demo: a suite run in the background (`cmd &` in a script) has SIGINT
+    # ignored, the demo inherited that, and Python then never raises KeyboardInterrupt (CI saw exit 0)
     proc = subprocess.Popen([sys.executable, "-m", "eagle_console", "demo", "--nodes", "2", "--dir", str(tmp_path),
-                             "--no-tui"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                             "--no-tui"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 120
         # the head's `ray start` is up: the cluster is seconds from started (waiting for its GCS and raylet, then
