@@ -151,10 +151,12 @@ def run_scheduler(cfg: ServerConfig, tp_rank: int, ready_fd: int, comm: str, com
         for w in warnings:
             say(w)
         if error is not None:  # raised in the draft worker's ModelConfig, as SGLang's scheduler reports it
-            say("Scheduler hit an exception: Traceback (most recent call last):")
-            for frame in DRAFT_CONFIG_FRAMES:
-                logs.emit(frame)
-            logs.emit(f"ValueError: {error}")
+            # One log record, one write, as SGLang's `logger.error(f"Scheduler hit an exception: {traceback}")`
+            # (managers/scheduler.py, run_scheduler_process): eight schedulers failing at once never interleave
+            # inside a traceback there; line-by-line writes here did, under load, and cut the tracebacks.
+            record = [logs.sglang_line("Scheduler hit an exception: Traceback (most recent call last):", tp_rank,
+                                       cfg.tp_size), *DRAFT_CONFIG_FRAMES, f"ValueError: {error}"]
+            logs.emit("\n".join(record))
             return 1
         say(f"Load weight begin. avail mem={avail:.2f} GB")
         avail -= DRAFT_WEIGHTS_GIB
