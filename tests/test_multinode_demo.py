@@ -12,6 +12,7 @@ import psutil
 import pytest
 
 from eagle_console.demo.multinode import cluster_starter, stop_node_leftovers
+from eagle_console.plan.loader import load_plan
 from eagle_console.sim import gpustate
 
 
@@ -43,13 +44,14 @@ def test_demo_nodes_builds_two_sim_nodes_and_their_plan(tmp_path):
             # an orphan on each node (the Ray demo stopped its simulated processes again on exit)
             assert gpustate.holders(sim) or cluster_starter() is not None
         plan = (tmp_path / "plans" / "demo.toml").read_text()
-        assert 'nodes = ["a", "b"]' in plan and "tp = 16" in plan and 'node = "b"' in plan
-        if cluster_starter() is None:
-            assert "needs the cluster extra" in out.stderr
+        assert 'nodes = ["a", "b"]' in plan and "tp = 16" in plan
+        if cluster_starter() is None:  # no Ray: no [cluster], so nothing can be pinned to node b
+            assert "needs the cluster extra" in out.stderr and 'node = "b"' not in plan
+            load_plan(tmp_path / "plans" / "demo.toml")  # and the plan loads
         else:  # a head and a raylet were started, each with its own node's sim dir, and are gone again
             for name in ("a", "b"):
                 assert b"block forever" in (tmp_path / f"ray-{name}.log").read_bytes()
-            assert "[cluster]\naddress = " in plan and "RAY_AUTH_MODE = \"token\"" in plan
+            assert "[cluster]\naddress = " in plan and "RAY_AUTH_MODE = \"token\"" in plan and 'node = "b"' in plan
             assert (tmp_path / "ray-auth-token").stat().st_mode & 0o077 == 0
             assert "stopped the local Ray cluster" in out.stdout
             assert processes_of(tmp_path) == []
