@@ -301,3 +301,20 @@ def test_many_toasts_stay_inside_the_step_pane_at_80x24(tmp_path):
         assert shown and all(step.contains_region(r) for r in shown), (step, shown)
 
     drive(app, scenario, size=(80, 24))
+
+
+def test_a_late_detail_resized_while_tearing_down_does_not_crash(tmp_path):
+    """CI (Textual 6.0 floors) saw DetailResized handled after the key line was already removed at exit:
+    `NoMatches: KeyBar` crashed the console's teardown. Reproduced by removing the key line first."""
+    from eagle_console.tui.messages import DetailResized
+
+    app, _journal = open_app(write_plan(tmp_path, KILL_PLAN))
+
+    async def scenario(pilot):
+        await until(pilot, lambda: app.ctx.selected_step_id is not None, what="ready")
+        await app.query_one("KeyBar").remove()
+        app.detail.post_message(DetailResized())
+        await pilot.pause(0.2)
+        assert app.is_running
+
+    drive(app, scenario, size=(80, 24))
