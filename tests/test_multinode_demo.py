@@ -71,7 +71,9 @@ def test_demo_nodes_without_the_cluster_extra_says_so(tmp_path):
 
 
 @pytest.mark.skipif(cluster_starter() is None, reason="Ray is not installed: the demo starts no cluster")
-def test_ctrl_c_while_the_cluster_starts_leaves_no_ray_process(tmp_path):
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGHUP"], ids=["ctrl-c", "hangup"])
+def test_ctrl_c_while_the_cluster_starts_leaves_no_ray_process(tmp_path, sig):
+    """Ctrl+C, or the terminal going away (SIGHUP: a closed ssh window left 26 Ray processes running)."""
     import signal
     import time
 
@@ -87,7 +89,7 @@ def test_ctrl_c_while_the_cluster_starts_leaves_no_ray_process(tmp_path):
         while len(processes_of(tmp_path)) < 1:
             assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()
             time.sleep(0.1)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(getattr(signal, sig))
         out, _ = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:

@@ -92,8 +92,10 @@ def cmd_demo_nodes(args: argparse.Namespace, root: Path) -> int:
         return 0 if args.no_tui else 2
     sims = {p.name: p for p in sorted((root / "nodes").iterdir())}
     print(f"starting a local Ray cluster: head on node {next(iter(sims))}, one raylet per other node …", flush=True)
-    # SIGTERM as Ctrl+C: the `finally` below runs, so the Ray processes go with the demo
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    # SIGTERM and SIGHUP (the ssh window closed, the tmux session killed) as Ctrl+C: the `finally` below runs,
+    # so the Ray processes go with the demo (on SIGHUP they were left running: 26 processes)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
     cluster = start(root=root, nodes=sims)  # stops itself again on Ctrl+C or a failure while starting
     try:
         plan = write_plan(root, list(sims), cluster=cluster.address, token_path=cluster.token_path)
