@@ -59,10 +59,12 @@ def banner(access, port: int, plan: Path) -> list[str]:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    try:
-        import textual_serve.server  # noqa: F401  (the optional extra)
-    except ImportError:
-        raise CliError(MISSING) from None
+    try:  # the interface layer's wrapper; it imports textual-serve (the optional extra)
+        from eagle_console.tui.served import ConsoleServer
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] in ("textual_serve", "aiohttp"):
+            raise CliError(MISSING) from None
+        raise
     from eagle_console.serve.access import Access, AccessError
 
     plan_path = Path(args.plan).resolve()
@@ -71,8 +73,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         access = Access.decide(args.host, args.token)
     except AccessError as exc:
         raise CliError(str(exc)) from None
-    from eagle_console.serve.web import ConsoleServer
-
     server = ConsoleServer(console_command(args, plan_path), access=access, port=args.port,
                            title=f"eagle-console {plan_path.name}", banner=banner(access, args.port, plan_path))
     server.serve()

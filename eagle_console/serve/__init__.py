@@ -1,4 +1,4 @@
-"""`eagle-console serve`: the console in a browser, over textual-serve (the optional `serve` extra).
+"""`eagle-console serve`: who may reach a console served to a browser (`access`, no third-party imports).
 
-`access` decides who may connect (no third-party imports); `web` wraps textual-serve's aiohttp app.
+The textual-serve wrapper itself is the interface layer's: eagle_console/tui/served.py.
 """

@@ -1,6 +1,8 @@
 """textual-serve's Server with our access check in front and page URLs taken from the request.
 
-Imported only by `eagle-console serve`, after it checked that textual-serve is installed.
+Part of the interface layer (textual-serve runs Textual consoles): the access rules themselves are the
+core's (eagle_console/serve/access.py); `eagle-console serve` imports this module only when it runs, and an
+ImportError naming textual_serve or aiohttp is the missing `serve` extra.
 """
 
 from __future__ import annotations
