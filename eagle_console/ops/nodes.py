@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from eagle_console.journal import Journal
-    from eagle_console.node.gpus import GpuSample
+    from eagle_console.node.gpus import GpuSample, NodeSample
     from eagle_console.node.procs import Holder
 
 READ_TIMEOUT_S = 2.0
@@ -28,9 +28,10 @@ def _last_line(exc: BaseException) -> str:
     return lines[-1].strip() if lines else type(exc).__name__
 
 
-def this_machine(entries: list[dict[str, Any]], local_uuids: set[str]) -> str | None:
-    """The node whose GPUs are this machine's (the same GPU UUIDs): the console runs on it, so its GPUs and
+def this_machine(entries: list[dict[str, Any]], local: NodeSample | None) -> str | None:
+    """The node whose GPUs are this machine's (`local`'s GPU UUIDs): the console runs on it, so its GPUs and
     holders are shown and killed once, as this machine's (with the console's own protections)."""
+    local_uuids = {g.uuid for g in local.gpus if g.uuid} if local is not None else set()
     if not local_uuids:
         return None
     for e in entries:

@@ -102,8 +102,7 @@ class NodeSections(QuietStatic):
         from eagle_console.ops.nodes import this_machine
 
         reading = self.ctx.gpus  # the GPUs pane's own reading of this machine
-        local = {g.uuid for g in reading.sample.gpus if g.uuid} if reading is not None else set()
-        return this_machine(self.entries or [], local)
+        return this_machine(self.entries or [], reading.sample if reading is not None else None)
 
     def on_resize(self) -> None:
         self.draw()

@@ -206,9 +206,8 @@ class KillScreen(ModalScreen[KillRecord | None]):
     def _here(self, nodes: list[dict[str, Any]]) -> str | None:
         from eagle_console.ops.nodes import this_machine
 
-        reading = self.ctx.gpus
-        local = {g.uuid for g in reading.sample.gpus if g.uuid} if reading is not None else set()
-        return this_machine(nodes, local)
+        reading = self.ctx.gpus  # the GPUs pane's reading of this machine
+        return this_machine(nodes, reading.sample if reading is not None else None)
 
     def _mark(self, key: str) -> Text:
         if key in self.refused_rows:
