@@ -98,7 +98,9 @@ def test_two_rank_launch_ready_then_rollback_frees_both_nodes(two_nodes):
     assert held_gpus(sims["a"]) == {0, 1} and held_gpus(sims["b"]) == {0, 1}  # tp 4 = 2 GPUs per node
     log = open(run.log).read()
     assert "--nnodes 2 --node-rank 1 --dist-init-addr 127.0.0.1:" in log
-    assert "The server is fired up" in log  # rank 0's output is the step log
+    # rank 0's output is the step log; SGLang marks the server Up before it logs "fired up"
+    # (http_server._wait_and_warmup), so the readiness probe can pass an instant before the line lands
+    wait_for(lambda: "The server is fired up" in open(run.log).read(), timeout=15)
 
     out = cli("nccl", "--service", str(path), "0.1", "--json")  # the ranks' logs of both nodes, merged
     doc = json.loads(out.stdout)

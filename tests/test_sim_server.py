@@ -140,6 +140,11 @@ def test_processes_titles_group_and_gpu_memory(tp8):
 
 
 def test_log_has_sglang_and_nccl_lines_for_every_rank(tp8):
+    # SGLang marks the server Up before it logs "fired up" (http_server._wait_and_warmup): /health can
+    # answer 200 an instant before the line is written, so wait for it rather than read at once
+    deadline = time.monotonic() + 10
+    while "The server is fired up" not in tp8.text() and time.monotonic() < deadline:
+        time.sleep(0.05)
     text = tp8.text()
     assert "server_args=ServerArgs(model_path='/models/Kimi-K2.5'" in text
     assert text.count("- Init COMPLETE") == 8
