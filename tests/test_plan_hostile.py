@@ -243,3 +243,11 @@ def test_unterminated_strings_are_named_where_they_open(tmp_path: Path) -> None:
     text = HEAD + PHASE + step("0.1", '  description = """\n  never closed\n')
     [err] = issues(tmp_path, text)
     assert (err.line, err.column) == at(text, '"""') and "never closed" in err.message
+
+
+def test_a_triple_quoted_string_ending_in_a_quote_does_not_hide_the_open_one_after_it(tmp_path: Path) -> None:
+    # """x"""" is the string x" (tomllib's parse_multiline_str takes up to two more quotes as content): the
+    # scanner must end it there, or the next quote looks like a closing one and the open string goes unnamed
+    text = HEAD + PHASE + step("0.1", '  run = "true"\n  tags = ["""x"""", "open\n')
+    [err] = issues(tmp_path, text)
+    assert (err.line, err.column) == at(text, '"open') and err.message.startswith("unterminated string")

@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from eagle_console.plan.tomlpos import Path_
+from eagle_console.plan.tomlscan import skip_string
 
 INT_TOO_LONG = ("integer too long: TOML integers are 64-bit (at most 19 digits); "
                 "write a smaller number or a string")
@@ -70,7 +71,7 @@ def long_int_at(text: str) -> int | None:
             j = text.find("\n", i)
             i = n if j < 0 else j
         elif c in "\"'":
-            i = _after_string(text, i)
+            i, _closed = skip_string(text, i)
         elif c in "+-0123456789":
             m = digits.match(text, i)
             if m and len(m.group().lstrip("+-").replace("_", "")) > limit:
@@ -87,25 +88,6 @@ def long_int_at(text: str) -> int | None:
         else:
             i += 1
     return None
-
-
-def _after_string(text: str, i: int) -> int:
-    quote = text[i] * 3 if text.startswith(text[i] * 3, i) else text[i]
-    basic = quote[0] == '"'
-    j = i + len(quote)
-    while j < len(text):
-        if basic and text[j] == "\\":
-            j += 2
-            continue
-        if text.startswith(quote, j):
-            j += len(quote)
-            while text.startswith(quote[0], j) and len(quote) == 3:  # up to two quotes close the content
-                j += 1
-            return j
-        if len(quote) == 1 and text[j] == "\n":
-            return j
-        j += 1
-    return j
 
 
 _REF = re.compile(r"\$\{([^}]*)\}")

@@ -8,14 +8,21 @@ DEEP = 100  # arrays or inline tables nested deeper than this are refused with t
 
 def skip_string(text: str, i: int) -> tuple[int, bool]:
     """From the quote at `i`: the index after the string and whether it was closed. One-quote strings end
-    at their line; a backslash escapes in basic ("...") strings only."""
+    at their line; a backslash escapes in basic ("...") strings only; a triple-quoted string
+    followed by one or two more quotes ends after them, as tomllib reads it (they are content)."""
     ch, n = text[i], len(text)
     quote = ch * 3 if text.startswith(ch * 3, i) else ch
     end = i + len(quote)
     while end < n and not text.startswith(quote, end) and not (len(quote) == 1 and text[end] == "\n"):
         end += 2 if ch == '"' and text[end] == "\\" else 1
     closed = text.startswith(quote, end)
-    return (end + len(quote) if closed else end), closed
+    if not closed:
+        return end, False
+    end += len(quote)
+    if len(quote) == 3:  # up to two more quotes belong to the content (tomllib's parse_multiline_str)
+        end += 1 if text.startswith(ch, end) else 0
+        end += 1 if text.startswith(ch, end) else 0
+    return end, True
 
 
 def _outside_strings(text: str):
