@@ -8,15 +8,19 @@ machine (another test run) is left alone, and the teardown stops exactly the pro
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 HAVE_RAY = importlib.util.find_spec("ray") is not None
@@ -73,3 +77,25 @@ def step_state(plan: Path, step_id: str) -> tuple[str, dict]:
     doc = json.loads(cli("status", plan, "--json").stdout)
     step = next(s for p in doc["phases"] for s in p["steps"] if s["id"] == step_id)
     return step["status"], step
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie left for its parent to reap."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+@contextlib.contextmanager
+def orphans_on(cluster, names: tuple[str, ...] = ("a", "b")) -> Iterator[dict[str, list[int]]]:
+    """One 1000 MiB orphan on GPU 0 of each named node's sim; whatever a test left alive is killed after."""
+    from eagle_console.sim import orphans
+
+    pids = {n: orphans.leave_orphans(cluster.nodes[n].sim, count=1, mib=1000, gpus=[0]) for n in names}
+    try:
+        yield pids
+    finally:
+        for pid in (p for ps in pids.values() for p in ps):
+            if running(pid):
+                os.kill(pid, signal.SIGKILL)

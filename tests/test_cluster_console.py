@@ -9,21 +9,13 @@ import re
 import signal
 import time
 
-import psutil
-from clusterkit import cluster_plan, needs_ray
+from clusterkit import cluster_plan, needs_ray, orphans_on, running
 from tuikit import drive, open_app, screen_text, until
 
 from eagle_console.sim import gpustate, orphans
 
 pytestmark = needs_ray
 STEP = '  [[phase.step]]\n  id = "0.1"\n  title = "t"\n  run = "true"\n'
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def _sections(app):
@@ -37,7 +29,6 @@ def test_gpus_pane_sections_and_k_kills_orphans_on_both_nodes(ray_cluster, tmp_p
 
     local = tmp_path / "local"
     gpustate.create_node(local, gpus=1)
-    pids = {n: orphans.leave_orphans(ray_cluster.nodes[n].sim, count=1, mib=1000, gpus=[0]) for n in ("a", "b")}
     app, journal = open_app(cluster_plan(tmp_path, ray_cluster, STEP), sim_dir=local)
 
     async def scenario(pilot):
@@ -60,16 +51,12 @@ def test_gpus_pane_sections_and_k_kills_orphans_on_both_nodes(ray_cluster, tmp_p
         result = str(screen.query_one("#kill-progress").render())
         assert f"node a: killed 1: {pids['a'][0]}" in result and f"node b: killed 1: {pids['b'][0]}" in result, result
 
-    try:
+    with orphans_on(ray_cluster) as pids:
         drive(app, scenario, size=(120, 50))
-        assert not any(_alive(p[0]) for p in pids.values())
+        assert not any(running(p[0]) for p in pids.values())
         assert gpustate.holders(ray_cluster.nodes["a"].sim) == [] and gpustate.holders(ray_cluster.nodes["b"].sim) == []
         kills = [e for e in journal.events() if e.kind == "kill"]
         assert sorted((e.data["node"], e.data["face"]) for e in kills) == [("a", "console"), ("b", "console")]
-    finally:
-        for pid in (p for ps in pids.values() for p in ps):
-            if _alive(pid):
-                os.kill(pid, signal.SIGKILL)
 
 
 def test_a_killed_raylet_is_unreachable_in_the_gpus_pane_within_5s(ray_cluster, tmp_path):
@@ -187,12 +174,12 @@ def test_a_node_step_started_by_the_console_survives_its_kill_9_and_rollback_sto
     run = journal.latest_run("0.2")
     assert step_state(plan, "0.2")[0] == "in_progress" and run.node == "b" and not run.finished
     assert str(JobSubmissionClient(ray_cluster.address).get_job_status(run.job_id)).endswith("RUNNING")
-    assert _alive(action)
+    assert running(action)
     r = cli("rollback", plan, "0.2", "--yes")
     assert r.returncode == 0, r.stdout + r.stderr
     assert step_state(plan, "0.2")[0] == "rolled_back"
     deadline = time.monotonic() + 20
-    while _alive(action):
+    while running(action):
         assert time.monotonic() < deadline, "the action on node b still runs after the rollback"
         time.sleep(0.3)
 
@@ -222,5 +209,5 @@ def test_the_console_on_node_a_shows_and_kills_its_gpus_once(ray_cluster, tmp_pa
     try:
         drive(app, scenario, size=(120, 50))
     finally:
-        if _alive(orphan):
+        if running(orphan):
             os.kill(orphan, signal.SIGKILL)

@@ -6,19 +6,11 @@ import os
 import signal
 import time
 
-import psutil
-from clusterkit import needs_ray
+from clusterkit import needs_ray, orphans_on, running
 
-from eagle_console.sim import gpustate, orphans
+from eagle_console.sim import gpustate
 
 pytestmark = needs_ray
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def test_each_agent_runs_on_its_node_with_that_nodes_sim(ray_cluster):
@@ -45,8 +37,7 @@ def test_orphans_on_both_nodes_are_listed_and_killed_there(ray_cluster, tmp_path
     from eagle_console.journal import Journal
     from eagle_console.ops.nodes import kill_on_nodes, read_nodes
 
-    pids = {n: orphans.leave_orphans(ray_cluster.nodes[n].sim, count=1, mib=1000, gpus=[0]) for n in ("a", "b")}
-    try:
+    with orphans_on(ray_cluster) as pids:
         nodes = {n["name"]: n for n in read_nodes(ray_cluster.address, timeout=30)}
         for name in ("a", "b"):
             listed = {h["pid"]: h["class"] for h in nodes[name]["holders"]}
@@ -57,15 +48,11 @@ def test_orphans_on_both_nodes_are_listed_and_killed_there(ray_cluster, tmp_path
         for name in ("a", "b"):
             assert out[name]["killed"] == pids[name] and not out[name]["survivors"], out[name]
             assert out[name]["freed_mib"].get("0", 0) >= 1000
-            assert not _alive(pids[name][0])
+            assert not running(pids[name][0])
         kills = [e for e in journal.events() if e.kind == "kill"]
         assert sorted(e.data["node"] for e in kills) == ["a", "b"]  # one KillRecord per node
         after = {n["name"]: n for n in read_nodes(ray_cluster.address, timeout=30)}
         assert all(after[n]["gpus"][0]["memory_used_mib"] < 1000 for n in ("a", "b"))
-    finally:
-        for pid in (p for ps in pids.values() for p in ps):
-            if _alive(pid):
-                os.kill(pid, signal.SIGKILL)
 
 
 def test_gpus_json_has_a_section_per_node(ray_cluster, tmp_path):
