@@ -88,13 +88,17 @@ def test_progress_rate_and_finish_of_a_running_extraction(tmp_path, request):
     assert len(set(seen)) >= 2  # it was watched while running, not only at the end
 
 
-def test_does_not_fit_is_prominent(tmp_path, request):
+def never_fitting(tmp_path, request) -> tuple[ExtractionPane, OneApp]:
+    """The pane on a running extraction that can never fit: 100k samples of 100 GB (sparse files)."""
     ctx = plan_ctx(tmp_path, total=100_000, select="2.2")
-    # still running: 100k samples of 100 GB (sparse files) can never fit
     job = start_extract(tmp_path, "--samples", "100000", "--rate", "20", "--bytes-per-sample", str(100 * 10**9))
     request.addfinalizer(lambda: (job.kill(), job.wait()))
     pane = ExtractionPane(ctx, refresh_s=0.2)
-    app = OneApp(pane)
+    return pane, OneApp(pane)
+
+
+def test_does_not_fit_is_prominent(tmp_path, request):
+    pane, app = never_fitting(tmp_path, request)
 
     async def main() -> None:
         async with app.run_test(size=(100, 30)) as pilot:
@@ -111,11 +115,7 @@ def test_a_narrow_short_pane_keeps_rate_eta_and_fit_above_the_warning(tmp_path, 
     ETA and sizes off it (issue #17). The key figures come first now; the warning under them."""
     from tuikit import screen_text
 
-    ctx = plan_ctx(tmp_path, total=100_000, select="2.2")
-    job = start_extract(tmp_path, "--samples", "100000", "--rate", "20", "--bytes-per-sample", str(100 * 10**9))
-    request.addfinalizer(lambda: (job.kill(), job.wait()))
-    pane = ExtractionPane(ctx, refresh_s=0.2)
-    app = OneApp(pane)
+    pane, app = never_fitting(tmp_path, request)
 
     async def main() -> None:
         async with app.run_test(size=(34, 7)) as pilot:
