@@ -20,56 +20,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+from tmuxkit import Term, step_done  # noqa: E402  (the e2e tests' tmux driver)
+
 SIZE = (80, 24)
-
-
-class Term:
-    """One tmux session at a fixed size: keys in with send-keys, the screen out with capture-pane."""
-
-    def __init__(self, command: str, env: dict[str, str], size: tuple[int, int] = SIZE) -> None:
-        self.name = f"ec-cap-{uuid.uuid4().hex[:8]}"
-        w, h = size
-        exports = " ".join(f"{k}={v}" for k, v in env.items())
-        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(w), "-y", str(h),
-                        f"env {exports} {command}"], check=True)
-        subprocess.run(["tmux", "set-option", "-t", self.name, "window-size", "manual"], capture_output=True)
-        subprocess.run(["tmux", "resize-window", "-t", self.name, "-x", str(w), "-y", str(h)], capture_output=True)
-
-    def screen(self) -> str:
-        return subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True,
-                              text=True).stdout
-
-    def keys(self, *keys: str) -> None:
-        for k in keys:
-            subprocess.run(["tmux", "send-keys", "-t", self.name, k], capture_output=True)
-            time.sleep(0.2)
-
-    def wait(self, pattern: str, timeout: float = 60.0) -> str:
-        rx = re.compile(pattern, re.M)
-        deadline = time.monotonic() + timeout
-        text = ""
-        while time.monotonic() < deadline:
-            text = self.screen()
-            if rx.search(text):
-                return text
-            time.sleep(0.1)
-        raise SystemExit(f"{pattern!r} not on screen within {timeout}s; screen was:\n{text}")
-
-    def wait_gone(self, pattern: str, timeout: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout
-        while re.search(pattern, self.screen()) and time.monotonic() < deadline:
-            time.sleep(0.1)
-
-    def close(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
-
-
-def done(step: str) -> str:
-    return rf"✔\s*!?\s*{re.escape(step)}\s"
 
 
 class Shots:
@@ -83,7 +40,9 @@ class Shots:
 
 def demo_console(root: Path, home: Path, size: tuple[int, int] = SIZE) -> Term:
     env = {"PYTHONPATH": str(REPO), "HOME": str(home), "EAGLE_CONSOLE_KILL_GRACE": "2", "TERM": "xterm-256color"}
-    return Term(f"{sys.executable} -m eagle_console demo --dir {root}", env, size)
+    # the screen read every 0.1 s: the verdict delays are timed by it
+    return Term(f"{sys.executable} -m eagle_console demo --dir {root}", size, env=env, prefix="ec-cap",
+                poll_s=0.1, key_pause_s=0.2)
 
 
 def orphans_job(tmp: Path, shots: Shots) -> None:
@@ -130,10 +89,10 @@ def phase0_and_extraction_job(tmp: Path, shots: Shots, figures: dict) -> None:
         term.keys("n")
         shots.save("phase0-80x24-02-confirm-0.1", term.wait(r"Run 0\.1 [\s\S]*Enter confirm", 20))
         term.keys("y")
-        shots.save("phase0-80x24-03-0.1-done", term.wait(done("0.1"), 60))
+        shots.save("phase0-80x24-03-0.1-done", term.wait(step_done("0.1"), 60))
         term.keys("n")  # 0.2: json.set fixes the drafter config; its check passes
         term.wait(r"drafter check NOT ok", 20)  # selected by n, the verdict before the fix
-        figures["verdict_after_run_s"], text = verdict_delay(term, done("0.2"), r"drafter check ok")
+        figures["verdict_after_run_s"], text = verdict_delay(term, step_done("0.2"), r"drafter check ok")
         shots.save("phase0-80x24-04-0.2-verdict-ok", text)
         term.keys("u")
         shots.save("phase0-80x24-05-rollback-0.2", term.wait(r"Roll back 0\.2[\s\S]*Enter roll back", 20))
@@ -141,13 +100,13 @@ def phase0_and_extraction_job(tmp: Path, shots: Shots, figures: dict) -> None:
         figures["verdict_after_rollback_s"], text = verdict_delay(term, r"↺\s*!?\s*0\.2\s", r"drafter check NOT ok")
         shots.save("phase0-80x24-06-0.2-rolled-back-verdict", text)
         term.keys("n")  # 0.2 again
-        shots.save("phase0-80x24-07-0.2-again", term.wait(done("0.2") + r"[\s\S]*drafter check ok", 60))
+        shots.save("phase0-80x24-07-0.2-again", term.wait(step_done("0.2") + r"[\s\S]*drafter check ok", 60))
         term.keys("n")  # 0.2b: compare vocab mappings
-        shots.save("phase0-80x24-08-0.2b-done", term.wait(done("0.2b"), 60))
+        shots.save("phase0-80x24-08-0.2b-done", term.wait(step_done("0.2b"), 60))
         term.keys("n")  # 0.3: the simulated SGLang server, completed once ready
-        shots.save("phase0-80x24-09-0.3-server-ready", term.wait(done("0.3") + r"[\s\S]*READY", 120))
+        shots.save("phase0-80x24-09-0.3-server-ready", term.wait(step_done("0.3") + r"[\s\S]*READY", 120))
         term.keys("n")  # 0.4: benchmark
-        term.wait(done("0.4"), 120)
+        term.wait(step_done("0.4"), 120)
         term.keys("5")
         shots.save("phase0-80x24-10-0.4-results", term.wait(r"tok_s", 20))
         extraction(term, root, shots, figures)
@@ -195,9 +154,9 @@ def wide_server_job(tmp: Path, shots: Shots) -> None:
         term.wait(r"Run 0\.1 [\s\S]*Enter confirm", 20)
         term.keys("y")
         for step in ("0.1", "0.2", "0.2b"):
-            term.wait(done(step), 60)
+            term.wait(step_done(step), 60)
             term.keys("n")
-        text = term.wait(done("0.3") + r"[\s\S]*READY", 120)
+        text = term.wait(step_done("0.3") + r"[\s\S]*READY", 120)
         text = term.wait(r"(tracked[^\n]*\n[^\n]*){8}", 10)  # the holders table fills in with the next sample
         shots.save("phase0-120x40-0.3-server-ready", text)
     finally:
@@ -214,9 +173,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="ec-captures-") as t:
         tmp = Path(t)
         (tmp / "home").mkdir()
-        orphans_job(tmp, shots)
-        phase0_and_extraction_job(tmp, shots, figures)
-        wide_server_job(tmp, shots)
+        try:
+            orphans_job(tmp, shots)
+            phase0_and_extraction_job(tmp, shots, figures)
+            wide_server_job(tmp, shots)
+        except AssertionError as exc:  # a screen that never came: say which, without a traceback
+            raise SystemExit(str(exc)) from None
     text = json.dumps(figures, indent=2)
     (out / "captures.json").write_text(text + "\n")
     print(text)

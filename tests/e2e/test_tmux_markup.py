@@ -9,11 +9,12 @@ import time
 from pathlib import Path
 
 import pytest
+from tmuxkit import Term
 
 from eagle_console.journal import Journal
 from eagle_console.plan.loader import load_plan
 
-from .test_tmux_walk import REPO, Term
+from .test_tmux_walk import REPO
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -43,7 +44,7 @@ def test_console_on_a_bracketed_result_starts_and_shows_it(tmp_path: Path, size)
     status = tmp_path / "status"
     cmd = (f"cd {tmp_path} && env PYTHONPATH={REPO} EAGLE_CONSOLE_GPU_BACKEND=none TERM=xterm-256color "
            f"{sys.executable} -m eagle_console tui {plan_path}; echo exit=$? > {status}; sleep 30")
-    term = Term(*size, cmd)
+    term = Term(cmd, size, patience=2.0)
     try:
         term.wait(r"Probe \[bold", 30)
         term.keys("5")

@@ -8,69 +8,17 @@ passes, 0.2b compares vocab mappings, 0.3 launches the simulated SGLang server (
 
 from __future__ import annotations
 
-import re
 import shutil
-import subprocess
 import sys
-import time
-import uuid
 from pathlib import Path
 
 import pytest
+from tmuxkit import Term, step_done
 
 from eagle_console.demo.build import build_demo, stop_leftovers
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 REPO = Path(__file__).resolve().parents[2]
-
-
-class Term:
-    def __init__(self, width: int, height: int, command: str) -> None:
-        self.name = f"ec-e2e-{uuid.uuid4().hex[:8]}"
-        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height),
-                        command], check=True)
-        # A detached session otherwise follows tmux's default size (80x24), whatever -x/-y said.
-        subprocess.run(["tmux", "set-option", "-t", self.name, "window-size", "manual"], capture_output=True)
-        subprocess.run(["tmux", "resize-window", "-t", self.name, "-x", str(width), "-y", str(height)],
-                       capture_output=True)
-        self.size = (width, height)
-
-    def screen(self) -> str:
-        return subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True,
-                              text=True).stdout
-
-    def keys(self, *keys: str) -> None:
-        for k in keys:
-            subprocess.run(["tmux", "send-keys", "-t", self.name, k], check=True)
-            time.sleep(0.15)
-
-    def wait(self, pattern: str, timeout: float = 30.0) -> str:
-        timeout *= 2  # the 2-core CI machine runs this after the rest of the suite: be patient, not flaky
-        rx = re.compile(pattern, re.M)
-        deadline = time.monotonic() + timeout
-        text = ""
-        while time.monotonic() < deadline:
-            text = self.screen()
-            if rx.search(text):
-                return text
-            time.sleep(0.25)
-        raise AssertionError(f"{pattern!r} not on screen within {timeout}s; screen was:\n{text}")
-
-    def wait_gone(self, pattern: str, timeout: float = 10.0) -> None:
-        """Until `pattern` is off the screen: a key sent right after Escape would arrive as Alt+key."""
-        rx = re.compile(pattern)
-        deadline = time.monotonic() + timeout
-        while rx.search(self.screen()):
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{pattern!r} still on screen after {timeout}s:\n{self.screen()}")
-            time.sleep(0.25)
-
-    def close(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
-
-
-def step_done(step: str) -> str:
-    return rf"✔\s*!?\s*{re.escape(step)}\s"
 
 
 @pytest.fixture
@@ -91,7 +39,8 @@ def demo(tmp_path):
 def console(root: Path, plan: Path, width: int, height: int) -> Term:
     cmd = (f"cd {root} && env PYTHONPATH={REPO} EAGLE_CONSOLE_KILL_GRACE=2 TERM=xterm-256color "
            f"{sys.executable} -m eagle_console tui {plan} --sim {root / 'sim'}")
-    return Term(width, height, cmd)
+    # the 2-core CI machine runs this after the rest of the suite: be patient, not flaky
+    return Term(cmd, (width, height), patience=2.0)
 
 
 @pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])

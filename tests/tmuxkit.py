@@ -1,0 +1,67 @@
+"""The console in a real terminal: one tmux session at a fixed size, keys in with send-keys, the screen
+out with capture-pane. Used by tests/e2e and by benchmarks/captures_80x24.py (which re-makes docs/captures)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+import uuid
+
+
+class Term:
+    """`patience` multiplies every timeout (the e2e tests run last on the 2-core CI machine); `poll_s` is
+    how often the screen is read while waiting (the captures script times the verdict at 0.1 s)."""
+
+    def __init__(self, command: str, size: tuple[int, int], *, env: dict[str, str] | None = None,
+                 prefix: str = "ec-e2e", poll_s: float = 0.25, key_pause_s: float = 0.15,
+                 patience: float = 1.0) -> None:
+        self.name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+        self.size = size
+        self.poll_s, self.key_pause_s, self.patience = poll_s, key_pause_s, patience
+        if env:
+            command = "env " + " ".join(f"{k}={v}" for k, v in env.items()) + f" {command}"
+        w, h = size
+        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(w), "-y", str(h), command],
+                       check=True)
+        # A detached session otherwise follows tmux's default size (80x24), whatever -x/-y said.
+        subprocess.run(["tmux", "set-option", "-t", self.name, "window-size", "manual"], capture_output=True)
+        subprocess.run(["tmux", "resize-window", "-t", self.name, "-x", str(w), "-y", str(h)], capture_output=True)
+
+    def screen(self) -> str:
+        return subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True,
+                              text=True).stdout
+
+    def keys(self, *keys: str) -> None:
+        for k in keys:
+            subprocess.run(["tmux", "send-keys", "-t", self.name, k], check=True)
+            time.sleep(self.key_pause_s)
+
+    def wait(self, pattern: str, timeout: float = 30.0) -> str:
+        timeout *= self.patience
+        rx = re.compile(pattern, re.M)
+        deadline = time.monotonic() + timeout
+        text = ""
+        while time.monotonic() < deadline:
+            text = self.screen()
+            if rx.search(text):
+                return text
+            time.sleep(self.poll_s)
+        raise AssertionError(f"{pattern!r} not on screen within {timeout}s; screen was:\n{text}")
+
+    def wait_gone(self, pattern: str, timeout: float = 10.0) -> None:
+        """Until `pattern` is off the screen: a key sent right after Escape would arrive as Alt+key."""
+        rx = re.compile(pattern)
+        deadline = time.monotonic() + timeout * self.patience
+        while rx.search(self.screen()):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{pattern!r} still on screen after {timeout}s:\n{self.screen()}")
+            time.sleep(self.poll_s)
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+
+
+def step_done(step: str) -> str:
+    """A step's row in the plan tree once it completed (✔, with or without its `!` hint)."""
+    return rf"✔\s*!?\s*{re.escape(step)}\s"
