@@ -16,7 +16,7 @@ from eagle_console.journal.status import plan_statuses
 
 if TYPE_CHECKING:
     from eagle_console.journal import Note, Result, Run
-from eagle_console.plan.model import Phase, Plan, Step
+    from eagle_console.plan.model import Phase, Plan, Step
 
 # The export formats, one list: the CLI's `--format` choices and ops.export's files.
 FORMATS = ("todowrite", "markdown", "json")
@@ -69,10 +69,6 @@ def _when(at: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(at)) if at else ""
 
 
-def _fmt_value(value: Any) -> str:
-    return format_value(value)
-
-
 def markdown(plan: Plan, step_status: Mapping[str, str], notes: Sequence[Note],
              results: Sequence[Result], runs: Mapping[str, Run | None] | None = None) -> str:
     """The plan tree with statuses, then each step's notes and results; the decisions collected at the end."""
@@ -88,7 +84,7 @@ def markdown(plan: Plan, step_status: Mapping[str, str], notes: Sequence[Note],
     if plan.node:
         lines.append(f"Node: {plan.node}")
     if plan.baseline:
-        lines.append("Baseline: " + ", ".join(f"{k} = {_fmt_value(v)}" for k, v in plan.baseline.items()))
+        lines.append("Baseline: " + ", ".join(f"{k} = {format_value(v)}" for k, v in plan.baseline.items()))
     lines.append("")
     for phase in plan.phases:
         st = statuses[phase.id]
@@ -103,7 +99,7 @@ def markdown(plan: Plan, step_status: Mapping[str, str], notes: Sequence[Note],
                 code = "running" if run.ended is None else f"exit {run.exit_code}"
                 lines.append(f"  - last run: {_when(run.started)}, {code}" + (f", log `{run.log}`" if run.log else ""))
             for r in res_by_step.get(step.id, []):
-                lines.append(f"  - result {r.name} = {_fmt_value(r.value)}")
+                lines.append(f"  - result {r.name} = {format_value(r.value)}")
             for n in by_step.get(step.id, []):
                 who = f" ({n.who})" if n.who else ""
                 lines.append(f"  - note {_when(n.at)}{who}: {n.text}")
