@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 # 1: the events table, its indexes and the append-only triggers (journal/store.SCHEMA). A journal written
@@ -42,6 +44,15 @@ def describe(path: Path, exc: BaseException) -> JournalError:
     else:
         what = f"cannot be used (SQLite: {text})"
     return JournalError(f"the journal {path} {what}")
+
+
+@contextmanager
+def said(path: Path) -> Iterator[None]:
+    """SQLite's errors on the journal at `path` become a JournalError that names the file and what to do."""
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        raise describe(path, exc) from None
 
 
 def _disk_full(path: Path) -> bool:

@@ -21,10 +21,10 @@ from eagle_console.journal.derived import Derived, open_readonly
 from eagle_console.journal.faults import (
     JournalError,
     check_version,
-    describe,
     file_identity,
     history_lost_note,
     replaced_note,
+    said,
 )
 from eagle_console.journal.kinds import RUN_KINDS, EventKind
 from eagle_console.journal.operator import current_operator
@@ -69,7 +69,7 @@ class Journal:
         self._lock = threading.RLock()
         # the incremental fold of runs(): every run, by id and by step, and the last event id folded
         self._fold = RunFold()  # runs(), folded incrementally (journal/runfold.py)
-        try:
+        with said(self.path):
             if readonly:
                 self._conn = open_readonly(self.path, SCHEMA)
                 check_version(self._conn, self.path, migrate=False)
@@ -80,8 +80,6 @@ class Journal:
                                              check_same_thread=False)
                 with self._lock:
                     self._init_schema()
-        except sqlite3.DatabaseError as exc:
-            raise describe(self.path, exc) from None
         self._identity = file_identity(self.path)  # to notice the file deleted or replaced while open
 
     def _init_schema(self) -> None:
@@ -130,18 +128,15 @@ class Journal:
         """One write transaction; BEGIN IMMEDIATE takes the write lock before any precondition is read."""
         if self.readonly:
             raise Refused(f"the journal {self.path} is open read-only")
-        with self._lock:
+        with self._lock, said(self.path):
+            self._conn.execute("BEGIN IMMEDIATE")
             try:
-                self._conn.execute("BEGIN IMMEDIATE")
-                try:
-                    yield self._conn
-                except BaseException:
-                    if self._conn.in_transaction:
-                        self._conn.execute("ROLLBACK")
-                    raise
-                self._conn.execute("COMMIT")
-            except sqlite3.DatabaseError as exc:
-                raise describe(self.path, exc) from None
+                yield self._conn
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
 
     @staticmethod
     def _insert(conn: sqlite3.Connection, event_kind: EventKind, step_id: str | None = None,
@@ -158,22 +153,16 @@ class Journal:
             return self._insert(conn, event_kind, step_id, run_id, who, **data)
 
     def _rows(self, sql: str, args: tuple = ()) -> list[Event]:
-        with self._lock:
-            try:
-                rows = self._conn.execute(sql, args).fetchall()
-            except sqlite3.DatabaseError as exc:
-                raise describe(self.path, exc) from None
+        with self._lock, said(self.path):
+            rows = self._conn.execute(sql, args).fetchall()
         return [Event(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in rows]
 
     _COLS = "id, at, kind, step_id, run_id, who, data"
 
     def last_event_id(self) -> int:
         """Cheap change detection for consoles polling the journal."""
-        with self._lock:
-            try:
-                row = self._conn.execute("SELECT MAX(id) FROM events").fetchone()
-            except sqlite3.DatabaseError as exc:
-                raise describe(self.path, exc) from None
+        with self._lock, said(self.path):
+            row = self._conn.execute("SELECT MAX(id) FROM events").fetchone()
         return int(row[0] or 0)
 
     def events(self, since_id: int = 0, step_id: str | None = None) -> list[Event]:
@@ -352,7 +341,9 @@ class Journal:
 
     def run_label(self, run_id: int) -> str:
         """`run 3 of step 0.2 (id 4817)`, the one way every face names a run."""
-        run, number = self.run(run_id), self.run_number(run_id)
+        with self._lock:
+            number = self.run_number(run_id)  # folds the journal once; the run is then in the fold's index
+            run = self._fold.index.get(run_id)
         if run is None or number is None:
             return f"run id {run_id}"
         what = "rollback" if run.kind == "rollback" else "run"
