@@ -95,14 +95,16 @@ from pathlib import Path
 from eagle_console.journal import Journal
 from eagle_console.plan.loader import load_plan
 from eagle_console.tui.app import make_app
+from eagle_console.tui.panes.gpu_nodes import NodeSections
 
 plan = load_plan(Path(sys.argv[1]))
 app = make_app(plan, Journal.for_plan(plan), sim_dir=Path(sys.argv[2]))
 seen = {}
 
 def check():
-    if app.ctx.nodes and all(n.get("gpus") for n in app.ctx.nodes):
-        seen["nodes"] = [n["name"] for n in app.ctx.nodes]
+    entries = app.query_one(NodeSections).entries
+    if entries and all(n.get("gpus") for n in entries):
+        seen["nodes"] = [n["name"] for n in entries]
         app.exit()
 
 app.call_later(lambda: app.set_interval(0.2, check))

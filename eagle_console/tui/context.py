@@ -28,8 +28,12 @@ class ConsoleContext:
     # The GPU pane's latest reading (a panes.gpus.GpuReading), set on the event loop: the NCCL pane weighs
     # its hang check with it instead of looking the GPU pane up in the DOM.
     gpus: Any = None
-    # With a plan's [cluster]: the nodes' latest entries (ops.nodes.read_nodes), set by the GPUs pane.
-    nodes: Any = None
+
+    def this_node(self, entries: list[dict[str, Any]]) -> str | None:
+        """Which cluster node is this machine, by the GPU pane's reading (ops.nodes.this_machine)."""
+        from eagle_console.ops.nodes import this_machine
+
+        return this_machine(entries, self.gpus.sample if self.gpus is not None else None)
 
     @property
     def engine(self) -> Engine:

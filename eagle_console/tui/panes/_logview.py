@@ -35,7 +35,6 @@ class Poller(Generic[T]):
         self.hidden_interval = hidden_interval
         self.fail = fail or (lambda exc: None)
         self.name = name
-        self.busy = False
         self.stopped = True
         # One long-lived thread per poller, woken by a timeout or a poke: a Textual timer plus a worker per
         # poll cost ~6 messages and a task each time (at 4 Hz, most of an idle console's CPU).
@@ -71,7 +70,6 @@ class Poller(Generic[T]):
             self._wake.clear()
             if self.stopped:
                 return
-            self.busy = True
             try:
                 result: Any = self.work()
                 error: BaseException | None = None
@@ -80,12 +78,10 @@ class Poller(Generic[T]):
             try:  # blocks until applied: one poll at a time, never piling up behind a busy screen
                 self.owner.app.call_from_thread(self._finish, result, error)
             except Exception:  # the app is shutting down
-                self.busy = False
                 return
             wait = self._next_interval()
 
     def _finish(self, result: Any, error: BaseException | None) -> None:
-        self.busy = False
         if self.stopped:
             return
         if error is None:

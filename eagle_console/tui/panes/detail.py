@@ -12,7 +12,7 @@ from textual.widgets import Static
 from eagle_console.journal.status import plan_statuses, unmet_needs
 from eagle_console.ops.console import drafter_actions, drafter_inputs_stamp, drafter_lines
 from eagle_console.plan.safe_text import printable
-from eagle_console.tui.labels import rollback_label
+from eagle_console.tui.labels import ellipsise, rollback_label
 from eagle_console.tui.messages import DetailResized
 from eagle_console.tui.panes._logview import Poller
 
@@ -62,8 +62,8 @@ def describe(plan: Plan, item_id: str | None, snap: Snapshot | None, width: int 
         parts.append(f"check {step.check.describe()}")
     parts.append(rollback_label(step, why=False))  # what `u` will really do, as the Step pane says it
     first = " · ".join(parts)
-    if width and len(first) > width:
-        first = first[:width - 1] + "…"
+    if width:
+        first = ellipsise(first, width)
 
     second: list[str] = []
     state = snap.states.get(step.id) if snap else None

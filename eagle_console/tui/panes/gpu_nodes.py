@@ -91,18 +91,12 @@ class NodeSections(QuietStatic):
         return read_nodes(cluster.address, self.ctx.journal)
 
     def _show(self, entries: list[dict[str, Any]]) -> None:
-        self.entries = self.ctx.nodes = entries  # K offers these nodes' holders too
+        self.entries = entries
         self.draw()
 
-    def draw(self, width: int | None = None) -> None:
+    def draw(self) -> None:
         if self.entries is not None:
-            self.update(sections_text(self.entries, width or self.size.width or None, self.here()))
-
-    def here(self) -> str | None:
-        from eagle_console.ops.nodes import this_machine
-
-        reading = self.ctx.gpus  # the GPUs pane's own reading of this machine
-        return this_machine(self.entries or [], reading.sample if reading is not None else None)
+            self.update(sections_text(self.entries, self.size.width or None, self.ctx.this_node(self.entries)))
 
     def on_resize(self) -> None:
         self.draw()

@@ -161,7 +161,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
         self.refused_rows = {row_key(None, pid): why for pid, why in refused.items()}
         self.selected = {row_key(None, pid) for pid in preselected(found)}
         unreachable = []
-        here = self._here(nodes or [])
+        here = self.ctx.this_node(nodes or [])
         for entry in nodes or []:
             if entry["name"] == here:  # this machine's node: its holders are the rows above, scanned here
                 continue
@@ -202,12 +202,6 @@ class KillScreen(ModalScreen[KillRecord | None]):
             summary += " · " + "; ".join(unreachable)
         self.query_one("#kill-summary", Static).update(summary)
         self._show_plan()
-
-    def _here(self, nodes: list[dict[str, Any]]) -> str | None:
-        from eagle_console.ops.nodes import this_machine
-
-        reading = self.ctx.gpus  # the GPUs pane's reading of this machine
-        return this_machine(nodes, reading.sample if reading is not None else None)
 
     def _mark(self, key: str) -> Text:
         if key in self.refused_rows:
