@@ -33,6 +33,11 @@ STEPS = '''
   title = "no such node"
   node = "zz"
   run = "true"
+  [[phase.step]]
+  id = "0.4"
+  title = "lines over time on b"
+  node = "b"
+  run = "for i in 1 2 3 4 5 6; do echo LINE$i; sleep 0.4; done"
 '''
 
 
@@ -59,6 +64,16 @@ def test_a_step_pinned_to_b_runs_there_with_its_result_and_log(ray_cluster, tmp_
     run = journal.latest_run("0.1")
     assert run.node == "b" and run.job_id and run.outcome == "completed"
     assert [(r.name, r.value) for r in journal.results("0.1")][-1] == ("tok_s", 12.5)
+
+
+def test_run_wait_streams_a_node_runs_output_once(ray_cluster, tmp_path):
+    """The step log is refreshed from the job's at every sync; it was rewritten whole each time (a new file),
+    so `run --wait`, following it, printed every line again at every sync (LINE1 26 times)."""
+    plan = cluster_plan(tmp_path, ray_cluster, STEPS)
+    r = cli("run", plan, "0.4", "--yes", "--wait")
+    assert r.returncode == 0, r.stdout + r.stderr
+    printed = re.findall(r"^LINE\d$", r.stdout, re.M)
+    assert printed == [f"LINE{i}" for i in range(1, 7)], r.stdout
 
 
 def test_an_unknown_node_is_refused_and_the_step_failed(ray_cluster, tmp_path):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 EVENT_PREFIX = "::eagle-console-event "
@@ -71,6 +72,36 @@ def split_log(text: str) -> tuple[list[str], list[dict[str, Any]]]:
                 pass
         lines.append(line)
     return lines, events
+
+
+def whole_lines(text: str) -> str:
+    """A running job's log up to its last newline: the line after it (output or an event) is still being
+    written, and copying it half would change the copy's bytes once it is whole."""
+    return text[: text.rfind("\n") + 1]
+
+
+def copy_job_log(lines: list[str], path: Path) -> None:
+    """Bring the step log at `path` up to the job's `lines`. The job log only grows, so what is new is
+    appended: a reader following the file (node/tail.LogFollower, by offset and inode) reads each line
+    once. Only a copy that is not a prefix of the job's log any more is written again whole (a new file:
+    its readers start over, as after a rotation)."""
+    from eagle_console.statedir import private_dirs, write_private
+
+    data = "".join(line + "\n" for line in lines).encode()
+    try:
+        old = path.read_bytes()
+    except FileNotFoundError:
+        old = None
+    if old is not None and data.startswith(old):
+        if len(data) > len(old):
+            with open(path, "ab") as f:
+                f.write(data[len(old):])
+        return
+    private_dirs(path.parent)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.unlink(missing_ok=True)
+    write_private(tmp, data.decode())
+    tmp.replace(path)
 
 
 def encode_spec(data: dict[str, Any]) -> str:

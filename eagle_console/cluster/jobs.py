@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eagle_console.cluster import pin
-from eagle_console.cluster.job_events import encode_spec, split_log
+from eagle_console.cluster.job_events import copy_job_log, encode_spec, split_log, whole_lines
 
 if TYPE_CHECKING:
     from eagle_console.journal import Journal, Run
@@ -65,19 +65,6 @@ def _node_gone(address: str, node: str) -> str | None:
     return None
 
 
-def _copy_log(run: Run, lines: list[str]) -> None:
-    if not run.log:
-        return
-    from eagle_console.statedir import private_dirs, write_private
-
-    path = Path(run.log)
-    private_dirs(path.parent)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.unlink(missing_ok=True)
-    write_private(tmp, "".join(line + "\n" for line in lines))
-    tmp.replace(path)
-
-
 def sync_run(journal: Journal, run: Run, address: str, check_node: bool = True) -> bool:
     """Bring `run` up to date from its job: log, pids, readiness, and its end. True if it ended now."""
     from ray.job_submission import JobStatus
@@ -85,8 +72,10 @@ def sync_run(journal: Journal, run: Run, address: str, check_node: bool = True) 
     client = job_client(address)
     info = client.get_job_info(run.job_id)
     try:  # served by the node's own agent: gone with its raylet, when the node matters most
-        lines, events = split_log(client.get_job_logs(run.job_id))
-        _copy_log(run, lines)
+        text = client.get_job_logs(run.job_id)
+        lines, events = split_log(text if info.status.is_terminal() else whole_lines(text))
+        if run.log:
+            copy_job_log(lines, Path(run.log))
     except Exception:  # noqa: BLE001 - the log stays as last copied; the job's status still judges
         lines, events = [], []
     for e in events:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from eagle_console.cluster import pin
-from eagle_console.cluster.job_events import encode_spec, split_log
+from eagle_console.cluster.job_events import copy_job_log, encode_spec, split_log, whole_lines
 from eagle_console.sglang.multinode import IFNAME_VARS
 from eagle_console.sglang.noderunner import NodeError, RankProcess
 
@@ -95,18 +95,13 @@ class RayRunner:
             raise NodeError(f"node {node}: could not submit rank {rank}'s Ray job: {exc}") from None
         return RankProcess(node=node, rank=rank, ref={"job_id": job_id, "address": self.cluster}, log=str(log))
 
-    def _copy_log(self, proc: RankProcess) -> None:
-        from eagle_console.statedir import write_private
-
+    def _copy_log(self, proc: RankProcess, final: bool) -> None:
+        """The rank's job log into its log file; `final`: the job is over, its last line is whole."""
         try:
-            lines, _events = split_log(self._client().get_job_logs(proc.ref["job_id"]))
+            text = self._client().get_job_logs(proc.ref["job_id"])
         except Exception:  # noqa: BLE001 - the node's agent gone: the copy stays as it was
             return
-        path = Path(proc.log)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.unlink(missing_ok=True)
-        write_private(tmp, "".join(line + "\n" for line in lines))
-        tmp.replace(path)  # the job log only grows: a reader's offset stays valid
+        copy_job_log(split_log(text if final else whole_lines(text))[0], Path(proc.log))
 
     def rank_pid(self, proc: RankProcess) -> dict[str, Any] | None:
         """The rank's pids on its node (the wrapper's `proc` event), once it reported them."""
@@ -126,7 +121,7 @@ class RayRunner:
             return None
         self._asked[job_id] = time.monotonic()
         info = self._client().get_job_info(job_id)
-        self._copy_log(proc)
+        self._copy_log(proc, final=info.status.is_terminal())  # read after the status: whole once terminal
         if not info.status.is_terminal():
             return None
         if info.status == JobStatus.STOPPED or info.driver_exit_code is None:
@@ -134,7 +129,6 @@ class RayRunner:
         else:
             code = int(info.driver_exit_code)
         self._ended[job_id] = code
-        self._copy_log(proc)
         return code
 
     def stop(self, proc: RankProcess, grace_s: float) -> None:
@@ -154,7 +148,7 @@ class RayRunner:
                 pass
             time.sleep(0.3)
         self._asked.pop(job_id, None)
-        self._copy_log(proc)
+        self._copy_log(proc, final=True)
 
 
 def ray_runner(address: str, rank_env_keys: str = "", environ: Mapping[str, str] | None = None) -> RayRunner:
