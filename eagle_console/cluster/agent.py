@@ -80,25 +80,12 @@ class NodeAgent:
         return doc
 
     def kill(self, scope: str, match: list[str], grace: float, tracked: list | None = None,
-             pids: list[int] | None = None, include_tracked: bool = False, who: str = "") -> dict[str, Any]:
+             pids: list[int] | None = None, include_tracked: bool = False) -> dict[str, Any]:
         """Scan, choose (`pids` narrows it to what the operator ticked) and kill here; the record as a dict
         (the console journals it: the journal is one file on the console's machine)."""
-        from eagle_console.node.gpus import open_backend
-        from eagle_console.node.kill import protection, refusal
-        from eagle_console.node.procs import scan_holders
         from eagle_console.ops import orphans
 
-        backend = open_backend(self._sim())
-        try:  # ops.orphans.scan, with the console's runs on this node as the tracked ones
-            sample = backend.sample()
-            holders = scan_holders(sample, tracked or [], device_prefix=backend.device_prefix)
-            protected = protection(frozenset())
-            refused = {h.pid: why for h in holders if (why := refusal(h, (), protected))}
-        except BaseException:
-            backend.close()
-            raise
-        found = orphans.HolderScan(holders, refused, sample.backend, sample.error, backend)
-        with found:
+        with orphans.scan(self._sim(), tracked=tracked) as found:  # the console's runs here are the tracked
             # the console's hand-picked pids (scope "selected") are chosen among all holders, then narrowed
             targets = orphans.choose(found, "all" if scope == orphans.SELECTED else scope, match)
             if pids is not None:
@@ -109,7 +96,6 @@ class NodeAgent:
             record = orphans.kill(found, targets, grace=grace, scope=scope, face="cli", journal=None)
         data = record._asdict()
         data["holders"] = holders
-        data["refused_scan"] = {str(k): v for k, v in refused.items()}
         return data
 
 

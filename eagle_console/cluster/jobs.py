@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from eagle_console.journal import Journal, Run
 
 NODE_ANSWER_S = 2.0
+STOP_EXTRA_S = 30.0  # Ray's own stop wait (RAY_JOB_STOP_WAIT_TIME_S) and the status' lag, on top of the grace
 
 
 @lru_cache(maxsize=4)
@@ -91,8 +92,6 @@ def sync_run(journal: Journal, run: Run, address: str, check_node: bool = True) 
             return journal.end_run(run.id, run.step_id, exit_code=None, outcome="lost", reason=reason,
                                    step_status="failed" if run.kind == "action" else None)
         return False
-    if not ends and info.status in (JobStatus.PENDING, JobStatus.RUNNING):
-        return False
     if ends:
         for e in events:  # recorded once, with the end: the end is the claim (end_run returns False twice)
             if e["kind"] == "result":
@@ -131,10 +130,10 @@ def stop_job_run(journal: Journal, stop: dict[str, Any], grace_s: float) -> str:
         client.stop_job(job_id)
     except Exception as exc:  # noqa: BLE001 - a job already gone cannot be stopped: say so, go on
         return f"could not stop Ray job {job_id}: {exc}"
-    deadline = time.monotonic() + grace_s + 30.0
+    deadline = time.monotonic() + grace_s + STOP_EXTRA_S
     while not client.get_job_status(job_id).is_terminal():
         if time.monotonic() > deadline:
-            return f"Ray job {job_id} did not stop within {grace_s + 30.0:g}s"
+            return f"Ray job {job_id} did not stop within {grace_s + STOP_EXTRA_S:g}s"
         time.sleep(0.2)
     run = journal.run(int(stop["run_id"]))
     if run is not None and not run.finished:

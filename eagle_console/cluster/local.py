@@ -13,7 +13,6 @@ import atexit
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eagle_console.cluster import node_resource
+from eagle_console.ports import free_port
 
 RAY_START_TIMEOUT_S = 90.0
 OBJECT_STORE_BYTES = 100 * 1000 * 1000  # Ray's minimum is 75 MiB
@@ -34,12 +34,6 @@ HEALTH_CHECK = {"RAY_health_check_period_ms": "500", "RAY_health_check_timeout_m
 # Every port a raylet and its agents open: two raylets on one host must not collide.
 _PORT_FLAGS = ("--node-manager-port", "--object-manager-port", "--dashboard-agent-listen-port",
                "--dashboard-agent-grpc-port", "--metrics-export-port", "--runtime-env-agent-port")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def auth_env(token_path: Path) -> dict[str, str]:

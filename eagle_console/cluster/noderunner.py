@@ -20,12 +20,12 @@ from typing import Any
 
 from eagle_console.cluster import pin
 from eagle_console.cluster.job_events import copy_job_log, encode_spec, split_log, whole_lines
+from eagle_console.cluster.jobs import STOP_EXTRA_S
 from eagle_console.sglang.multinode import IFNAME_VARS
 from eagle_console.sglang.noderunner import NodeError, RankProcess
 
 AGENT_ANSWER_S = 30.0  # an agent's first call starts its actor on the node: seconds on a busy machine
 POLL_EVERY_S = 1.0  # a job's status and log are asked at most this often (they are HTTP calls to the head)
-STOP_EXTRA_S = 30.0  # Ray's own stop wait (RAY_JOB_STOP_WAIT_TIME_S) and the status' lag, on top of the grace
 # Never forwarded to a rank: the node's own simulated GPUs, and our import path marker.
 NOT_FORWARDED = ("EAGLE_CONSOLE_SIM", "EAGLE_CONSOLE_OWN_PYTHONPATH")
 

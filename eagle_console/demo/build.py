@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import sys
 import time
 from pathlib import Path
 
 from eagle_console.engine.pyenv import own_entry
+from eagle_console.ports import free_port
 
 PLAN_TEMPLATE = """\
 # The demo plan: Phase 0 of the EAGLE-3 effort (see plans/phase0-aqmedai-probe.toml) on a simulated
@@ -123,11 +123,6 @@ needs = ["0"]
 def _toml_str(value: str) -> str:
     return json.dumps(value)  # a JSON string is a valid TOML basic string
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def stop_leftovers(root: Path, sim: Path | None = None) -> list[int]:

@@ -19,6 +19,7 @@ from eagle_console.node.procs import Holder, scan_holders, tracked_runs
 if TYPE_CHECKING:
     from eagle_console.journal import Event, Journal
     from eagle_console.node.gpus import GpuBackend
+    from eagle_console.node.procs import TrackedRun
 
 KILL_EVENT = "kill"
 FACES = ("console", "cli", "step")
@@ -51,15 +52,18 @@ class HolderScan:
         self.close()
 
 
-def scan(sim_dir: Path | None, journal: Journal | None = None) -> HolderScan:
-    """Sample the GPUs and classify their holders against the journal's tracked runs (none without one)."""
+def scan(sim_dir: Path | None, journal: Journal | None = None,
+         tracked: list[TrackedRun] | None = None) -> HolderScan:
+    """Sample the GPUs and classify their holders against the journal's tracked runs, or against `tracked`
+    without a journal (a cluster node's agent: the console's runs on that node)."""
     from eagle_console.node.gpus import open_backend
 
     backend = open_backend(sim_dir)
     try:
         sample = backend.sample()
-        tracked = tracked_runs(journal) if journal is not None else []
-        holders = scan_holders(sample, tracked, device_prefix=backend.device_prefix)
+        if journal is not None:
+            tracked = tracked_runs(journal)
+        holders = scan_holders(sample, tracked or [], device_prefix=backend.device_prefix)
         supervisors = journal_supervisors(journal) if journal is not None else frozenset()
         protected = protection(supervisors)
         refused = {h.pid: why for h in holders if (why := refusal(h, (), protected))}
