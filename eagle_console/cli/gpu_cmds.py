@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from eagle_console.cli.common import CliError, add_json, add_sim, print_json, sim_dir
+from eagle_console.cli.common import CliError, add_json, add_sim, load_plan, open_journal, print_json, sim_dir
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -109,15 +109,6 @@ def cmd_gpus(args: argparse.Namespace) -> int:
     return 0
 
 
-def _journal(args: argparse.Namespace) -> Any:
-    """PLAN's journal (its runs are the tracked ones, and the kill is recorded there), or None."""
-    if not args.plan:
-        return None
-    from eagle_console.cli.common import load_plan, open_journal
-
-    return open_journal(load_plan(args.plan, args.state_dir))
-
-
 def _confirm(targets: list, scope: str) -> bool:
     if not sys.stdin.isatty():
         raise CliError("--kill needs --yes when not run from a terminal")
@@ -150,9 +141,11 @@ def cmd_orphans(args: argparse.Namespace) -> int:
         select_targets([], args.scope, args.match)  # a bad scope/regex is bad usage, before any scan
     except (GraceError, ValueError) as exc:
         raise CliError(str(exc)) from None
-    journal = _journal(args)
+    plan = _plan(args)
+    # PLAN's journal: its runs are the tracked ones, and the kill is recorded there
+    journal = open_journal(plan) if plan is not None else None
     doc: dict[str, Any] = {"holders": [], "killed": [], "survivors": [], "freed_mib": {}, "error": None}
-    address = _cluster_address(args, _plan(args))
+    address = _cluster_address(args, plan)
     try:
         if address:
             doc["nodes"] = _orphans_on_nodes(args, address, grace, journal)
@@ -189,8 +182,6 @@ def cmd_orphans(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace) -> Any:
     if not args.plan:
         return None
-    from eagle_console.cli.common import load_plan
-
     return load_plan(args.plan, args.state_dir)
 
 
