@@ -55,6 +55,27 @@ def test_orphans_on_both_nodes_are_listed_and_killed_there(ray_cluster, tmp_path
         assert all(after[n]["gpus"][0]["memory_used_mib"] < 1000 for n in ("a", "b"))
 
 
+def test_orphans_kill_run_on_node_a_kills_its_orphans_once_as_this_machines(ray_cluster):
+    """The CLI on a cluster node (its GPUs are node a's): node a's orphans are killed by the local scan,
+    with the CLI's own protections, not a second time by a's agent, which knows only the runs journaled for
+    node a (a local run's reparented server would be an orphan to it)."""
+    import json
+
+    from clusterkit import cli
+
+    from eagle_console.ops.nodes import read_nodes
+
+    read_nodes(ray_cluster.address, timeout=30)  # the agents warm: the CLI's 2 s read tells which node is here
+    with orphans_on(ray_cluster) as pids:
+        r = cli("orphans", "--sim", ray_cluster.nodes["a"].sim, "--cluster", ray_cluster.address, "--kill",
+                "--yes", "--json")
+        assert r.returncode == 0, r.stdout + r.stderr
+        doc = json.loads(r.stdout)
+        assert doc["killed"] == pids["a"]  # by this machine's scan
+        assert doc["nodes"]["a"]["this_machine"] and "killed" not in doc["nodes"]["a"]
+        assert doc["nodes"]["b"]["killed"] == pids["b"] and not doc["nodes"]["b"]["this_machine"]
+
+
 def test_gpus_json_has_a_section_per_node(ray_cluster, tmp_path):
     import json
     import subprocess

@@ -188,24 +188,42 @@ def _plan(args: argparse.Namespace) -> Any:
 def _orphans_on_nodes(args: argparse.Namespace, address: str, grace: float, journal: Any) -> dict[str, Any]:
     """Every node's holders, and with --kill its KillRecord (the kill runs on the node, by its agent)."""
     from eagle_console.cluster.connect import ClusterError
-    from eagle_console.ops.nodes import kill_on_nodes, read_nodes
+    from eagle_console.ops.nodes import kill_on_nodes, read_nodes, this_machine
 
     try:
+        entries = read_nodes(address, journal)
+        # the node that is this machine is listed and killed once, by the local scan below (as in the console)
+        here = this_machine(entries, _local_sample(args))
+        out = {n["name"]: {"holders": [] if n["name"] == here else n["holders"] or [], "error": n["error"],
+                           "this_machine": n["name"] == here} for n in entries}
         if args.kill and args.yes:
-            out = kill_on_nodes(address, scope=args.scope, match=args.match, grace=grace, journal=journal,
-                                include_tracked=args.include_tracked)
-        else:  # listing (a --kill without --yes asks about the local node only)
-            out = {n["name"]: {"holders": n["holders"] or [], "error": n["error"]} for n in read_nodes(address, journal)}
+            for name, entry in kill_on_nodes(address, scope=args.scope, match=args.match, grace=grace,
+                                             journal=journal, include_tracked=args.include_tracked,
+                                             skip=here).items():
+                out[name] = {**entry, "this_machine": False}
+        # (a --kill without --yes asks about the local node only)
     except ClusterError as exc:
         return {"error": str(exc)}
     if not args.json:
         for name, entry in out.items():
-            print(f"node {name}: " + (entry["error"] or ""))
+            mine = "this machine: its holders are the ones listed below" if entry["this_machine"] else ""
+            print(f"node {name}: " + (entry["error"] or mine))
             for h in entry.get("holders") or []:
                 print(f"{h['pid']:>7} {_na(h['used_mib']):>8} MiB {h['class']:<7} {h['command'][:70]}")
             if "killed" in entry:
                 print(f"killed {entry['killed']}, survivors {entry['survivors']}, freed MiB {entry['freed_mib']}")
     return out
+
+
+def _local_sample(args: argparse.Namespace) -> Any:
+    """This machine's GPUs (their UUIDs tell which cluster node it is)."""
+    from eagle_console.node.gpus import open_backend
+
+    backend = open_backend(sim_dir(args))
+    try:
+        return backend.sample()
+    finally:
+        backend.close()
 
 
 def _holder_dict(h: Any, refused: str | None) -> dict[str, Any]:

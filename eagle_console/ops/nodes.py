@@ -126,9 +126,11 @@ def read_nodes(address: str, journal: Journal | None = None,
 
 def kill_on_nodes(address: str, *, scope: str, match: list[str], grace: float, journal: Journal | None,
                   include_tracked: bool = False, pids: dict[str, list[int]] | None = None,
-                  who: str | None = None, face: str | None = None) -> dict[str, dict[str, Any]]:
+                  who: str | None = None, face: str | None = None,
+                  skip: str | None = None) -> dict[str, dict[str, Any]]:
     """Kill on every reachable node (or only `pids[node]`), each by its agent; one KillRecord per node in
-    the journal (its data names the node)."""
+    the journal (its data names the node). `skip`: the node that is this machine (this_machine), killed by
+    the local scan with the face's own protections (its agent knows only the runs journaled for its node)."""
     import ray
 
     from eagle_console.cluster.agent import agent
@@ -138,7 +140,7 @@ def kill_on_nodes(address: str, *, scope: str, match: list[str], grace: float, j
 
     refs = {}
     for n in cluster_nodes(address):
-        if n.alive and (pids is None or n.name in pids):
+        if n.alive and n.name != skip and (pids is None or n.name in pids):
             refs[n.name] = agent(n.name).kill.remote(scope, match, grace, tracked_on(journal, n.name),
                                                      None if pids is None else pids[n.name], include_tracked)
     out: dict[str, dict[str, Any]] = {}
