@@ -91,6 +91,11 @@ def test_gpus_json_has_a_section_per_node(ray_cluster, tmp_path):
     nodes = {n["name"]: n for n in doc["nodes"]}
     assert {k: len(v["gpus"]) for k, v in nodes.items()} == {"a": 2, "b": 3}
     assert all(set(n) >= {"name", "address", "reachable", "reading_age_s", "gpus", "holders"} for n in doc["nodes"])
+    assert not any(n["this_machine"] for n in doc["nodes"])  # this machine's sim is neither a's nor b's
+    out = subprocess.run([sys.executable, "-m", "eagle_console", "gpus", "--sim", str(ray_cluster.nodes["a"].sim),
+                          "--json", "--cluster", ray_cluster.address], capture_output=True, text=True, timeout=120)
+    nodes = {n["name"]: n for n in json.loads(out.stdout)["nodes"]}
+    assert nodes["a"]["this_machine"] and not nodes["b"]["this_machine"]  # run on node a: a's GPUs are its own
 
 
 def test_a_killed_raylet_reads_unreachable_within_5s_with_its_last_reading(ray_cluster, tmp_path):

@@ -47,16 +47,19 @@ def _cluster_address(args: argparse.Namespace, plan: Any = None) -> str | None:
     return plan.cluster.address if plan is not None and plan.cluster is not None else None
 
 
-def _nodes_section(address: str) -> list[dict[str, Any]]:
-    """`gpus --json`'s nodes (docs/cluster.md); the cluster unreachable is one entry saying so."""
+def _nodes_section(address: str, local: Any) -> list[dict[str, Any]]:
+    """`gpus --json`'s nodes (docs/cluster.md); the cluster unreachable is one entry saying so. The node
+    whose GPUs are this machine's (`local`) says `this_machine`: they are the document's own `gpus`."""
     from eagle_console.cluster.connect import ClusterError
-    from eagle_console.ops.nodes import read_nodes
+    from eagle_console.ops.nodes import read_nodes, this_machine
 
     try:
-        return read_nodes(address)
+        nodes = read_nodes(address)
     except ClusterError as exc:
         return [{"name": None, "address": address, "reachable": False, "error": str(exc),
-                 "reading_age_s": None, "gpus": None, "holders": None}]
+                 "reading_age_s": None, "gpus": None, "holders": None, "this_machine": False}]
+    here = this_machine(nodes, local)
+    return [{**n, "this_machine": n["name"] == here} for n in nodes]
 
 
 def _print_nodes(nodes: list[dict[str, Any]]) -> None:
@@ -64,6 +67,9 @@ def _print_nodes(nodes: list[dict[str, Any]]) -> None:
         age = "never read" if n["reading_age_s"] is None else f"read {n['reading_age_s']:g}s ago"
         state = "reachable" if n["reachable"] else f"UNREACHABLE ({n['error']})"
         print(f"node {n['name']} {n['address']}  {state}  {age}")
+        if n["this_machine"]:
+            print("  this machine: its GPUs are the ones listed below")
+            continue
         for g in n["gpus"] or []:
             print(f"  {g['index']} {g['name'] or 'N/A'}  {_na(g['memory_used_mib'])}/{_na(g['memory_total_mib'])} MiB"
                   f"  {_na(g['utilization_pct'])}%")
@@ -88,7 +94,7 @@ def cmd_gpus(args: argparse.Namespace) -> int:
     doc = gpus_document(sample, scan.holders, scan.pid_namespace)
     address = _cluster_address(args)
     if address:
-        doc["nodes"] = _nodes_section(address)
+        doc["nodes"] = _nodes_section(address, sample)
     if args.json:
         print_json(doc)
         return 0
