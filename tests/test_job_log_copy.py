@@ -40,3 +40,10 @@ def test_a_copy_that_is_no_prefix_any_more_is_written_again(tmp_path):
     copy_job_log(["a", "b"], path)
     copy_job_log(["x"], path)  # another job's log (a run id reused after a journal restore)
     assert path.read_text() == "x\n"
+
+
+def test_rays_entrypoint_line_with_the_encoded_spec_stays_out_of_the_step_log():
+    # the first line Ray writes into every job log; our entrypoint carries the run spec, env included
+    text = ("Running entrypoint for job raysubmit_x1: /usr/bin/python3 -m eagle_console.engine.supervise "
+            "--spec-b64 eyJlbnYiOiB7IkhGX1RPS0VOIjogImhmX3NlY3JldCJ9fQ==\nSIM=/tmp/b\n")
+    assert split_log(text) == (["SIM=/tmp/b"], [])

@@ -15,6 +15,10 @@ from pathlib import Path
 from typing import Any
 
 EVENT_PREFIX = "::eagle-console-event "
+# Ray's job supervisor writes this line into the job log before it starts the entrypoint (ray 2.60,
+# dashboard/modules/job/job_supervisor.py, `_exec_entrypoint`): our entrypoint carries the run spec (its
+# env included) in base64 — not the step's output, and not for the step log.
+RAY_ENTRYPOINT_LINE = "Running entrypoint for job "
 # The pids the console may journal for a node's run: the action's, never the supervisor's (a local
 # liveness check of a remote pid would be wrong), and only for `tracked` classification on that node.
 PROC_KEYS = ("pid", "pid_ctime", "pgid", "sid")
@@ -64,6 +68,8 @@ def split_log(text: str) -> tuple[list[str], list[dict[str, Any]]]:
     lines: list[str] = []
     events: list[dict[str, Any]] = []
     for line in text.splitlines():
+        if line.startswith(RAY_ENTRYPOINT_LINE):
+            continue
         if line.startswith(EVENT_PREFIX):
             try:
                 events.append(json.loads(line[len(EVENT_PREFIX):]))
