@@ -31,9 +31,13 @@ def reserve(path: Path) -> None:
 def keep(path: Path, record: dict[str, Any]) -> bool:
     """Write `record` (end_run's keywords) over the reserved bytes; False if it could not be kept."""
     data = json.dumps(record).encode()
-    if len(data) > SLOT_BYTES:  # a long reason is cut, the exit and outcome kept
-        record = {**record, "reason": (record.get("reason") or "")[: SLOT_BYTES // 2] + "…"}
-        data = json.dumps(record).encode()[:SLOT_BYTES]
+    reason = record.get("reason") or ""
+    while len(data) > SLOT_BYTES and reason:  # a long reason is cut, the exit and outcome kept
+        # cut the text, never the JSON: escapes (\u2026 is 6 bytes) make it longer than its characters
+        reason = reason[: min(len(reason) - 1, SLOT_BYTES // 2)]
+        data = json.dumps({**record, "reason": reason + "…"}).encode()
+    if len(data) > SLOT_BYTES:
+        return False
     try:
         fd = os.open(path, os.O_WRONLY)
     except OSError:
