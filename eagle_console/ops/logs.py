@@ -48,20 +48,20 @@ def live_service(journal: Journal, step_id: str) -> Run | None:
     return None
 
 
-def service_step(plan: Plan, journal: Journal, step_id: str | None) -> str | None:
-    """The step whose service log `service_log` gives (the NCCL pane looks for its ranks' logs)."""
+def service_source(plan: Plan, journal: Journal, step_id: str | None) -> tuple[str | None, Path | None]:
+    """(step, log) of the service the Server and NCCL panes follow: the selected step when it is a service
+    (its latest log, none yet before its first run), else the latest service run of any step."""
     step = plan.step(step_id) if step_id else None
     if step is not None and step.service:
-        return step.id
+        return step.id, latest_log(journal, step.id)
     runs = [r for r in journal.runs() if r.service and r.log]
-    return runs[-1].step_id if runs else None
+    return (runs[-1].step_id, Path(runs[-1].log)) if runs else (None, None)
+
+
+def service_step(plan: Plan, journal: Journal, step_id: str | None) -> str | None:
+    """The step whose service log `service_log` gives (the NCCL pane looks for its ranks' logs)."""
+    return service_source(plan, journal, step_id)[0]
 
 
 def service_log(plan: Plan, journal: Journal, step_id: str | None) -> Path | None:
-    """The service log the Server and NCCL panes follow: the selected step's when it is a service, else
-    the log of the latest service run of any step."""
-    step = plan.step(step_id) if step_id else None
-    if step is not None and step.service:
-        return latest_log(journal, step_id)
-    runs = [r for r in journal.runs() if r.service and r.log]
-    return Path(runs[-1].log) if runs else None
+    return service_source(plan, journal, step_id)[1]

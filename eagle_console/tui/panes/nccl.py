@@ -68,6 +68,8 @@ class NcclPane(ServiceLogPane):
         self.gpu_busy: bool | None = None  # from the GPU pane's latest reading (ctx.gpus), on the event loop
         self._parser: Any = None
         self._ranks: Any = None  # ops.nccl_ranks.RankNccl while a multi-node server's ranks are followed
+        self._rank_step: str | None = None  # the followed service's step when it is multi-node
+        self._rank_step_known = False  # decided once per followed file (reset_digest)
 
     def styler(self, line: str) -> Style | None:
         return rich_style("ec.error.bold") if " WARN " in line else None
@@ -79,19 +81,24 @@ class NcclPane(ServiceLogPane):
         if self._ranks is not None:
             self._ranks.close()
         self._ranks = None
+        self._rank_step_known = False
 
     def _rank_nccl(self) -> Any:
         """Worker: a multi-node server's ranks, once its ranks.json lists them (the pane then merges their
         logs, as `nccl --service` does); None for a single-node one."""
-        if self._ranks is None:
+        if not self._rank_step_known:  # which step the followed log is, once per file (not at every poll)
             from eagle_console.ops.logs import service_step
-            from eagle_console.ops.nccl_ranks import RankNccl, rank_logs
 
             step_id = service_step(self.ctx.plan, self.ctx.journal, self.step_id)
             step = self.ctx.plan.step(step_id) if step_id else None
-            if step is not None and step.action is not None and step.action.with_.get("nodes"):
-                logs = rank_logs(self.ctx.plan.state_dir, step.id)
-                self._ranks = RankNccl(logs) if logs else None
+            multinode = step is not None and step.action is not None and step.action.with_.get("nodes")
+            self._rank_step = step.id if multinode else None
+            self._rank_step_known = True
+        if self._ranks is None and self._rank_step is not None:  # until its ranks.json lists the ranks
+            from eagle_console.ops.nccl_ranks import RankNccl, rank_logs
+
+            logs = rank_logs(self.ctx.plan.state_dir, self._rank_step)
+            self._ranks = RankNccl(logs) if logs else None
         return self._ranks
 
     def digest(self, lines: list[str]) -> Any:
