@@ -69,15 +69,16 @@ class LogLines(ScrollView, can_focus=True):
         """Append; returns how many rows (old lines) fell off the head."""
         dropped = max(0, len(self.lines) + len(lines) - self.view.max_lines)
         rows_before = self._rows.total
-        if self.wrap and not dropped and 0 < self._rows.width == self._wrap_width():
-            self._rows.append(lines)
-            self.lines.extend(lines)
-        else:
-            self.lines.extend(lines)
-            self._rows.width = 0
+        self.lines.extend(lines)
         self._width = max(self._width, max((len(s) for s in lines[-2000:]), default=0))
+        if self.wrap and 0 < self._rows.width == self._wrap_width():  # the index follows the buffer
+            self._rows.append(lines)
+            rows_dropped = self._rows.drop_head(dropped)  # the rows that fell off: the view scrolls by rows
+            self._resize()
+            return rows_dropped
+        self._rows.width = 0  # not wrapped, or a new width: rebuilt (if wrapped) by _resize
         self._resize()
-        if self.wrap and dropped:  # the rows of the lines that fell off, as the view scrolls by rows
+        if self.wrap and dropped:
             return max(0, rows_before + sum(rows_of(s, self._rows.width or 1) for s in lines) - self._rows.total)
         return dropped
 
