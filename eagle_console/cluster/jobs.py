@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from eagle_console.journal import Journal, Run
 
 NODE_ANSWER_S = 2.0
+SYNC_EVERY_S = 1.0  # a node run's job is asked at most this often by reconcile (HTTP calls, an agent ping)
+_synced: dict[str, float] = {}  # job id -> when reconcile last asked (monotonic)
 STOP_EXTRA_S = 30.0  # Ray's own stop wait (RAY_JOB_STOP_WAIT_TIME_S) and the status' lag, on top of the grace
 
 
@@ -108,9 +110,14 @@ def sync_run(journal: Journal, run: Run, address: str, check_node: bool = True) 
 
 
 def reconcile_node_runs(journal: Journal, runs: list[Run], address: str) -> list[Run]:
-    """`Engine.reconcile` for the runs on cluster nodes; the ones found lost are returned."""
+    """`Engine.reconcile` for the runs on cluster nodes, each at most every SYNC_EVERY_S (a CLI's `--wait`
+    reconciles every 0.2 s); the ones found lost are returned."""
     lost = []
+    now = time.monotonic()
     for run in runs:
+        if now - _synced.get(run.job_id or "", -SYNC_EVERY_S) < SYNC_EVERY_S:
+            continue
+        _synced[run.job_id or ""] = now
         try:
             if sync_run(journal, run, address):
                 ended = journal.run(run.id)
