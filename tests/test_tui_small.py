@@ -304,17 +304,51 @@ def test_many_toasts_stay_inside_the_step_pane_at_80x24(tmp_path):
 
 
 def test_a_late_detail_resized_while_tearing_down_does_not_crash(tmp_path):
-    """CI (Textual 6.0 floors) saw DetailResized handled after the key line was already removed at exit:
-    `NoMatches: KeyBar` crashed the console's teardown. Reproduced by removing the key line first."""
-    from eagle_console.tui.messages import DetailResized
+    """CI (Textual 6.0 floors) saw DetailResized (now ToastRoomChanged) handled after the key line was
+    already removed at exit: `NoMatches: KeyBar` crashed the console's teardown. Reproduced by removing the
+    key line first."""
+    from eagle_console.tui.messages import ToastRoomChanged
 
     app, _journal = open_app(write_plan(tmp_path, KILL_PLAN))
 
     async def scenario(pilot):
         await until(pilot, lambda: app.ctx.selected_step_id is not None, what="ready")
         await app.query_one("KeyBar").remove()
-        app.detail.post_message(DetailResized())
+        app.detail.post_message(ToastRoomChanged())
         await pilot.pause(0.2)
         assert app.is_running
+
+    drive(app, scenario, size=(80, 24))
+
+
+def test_toasts_stay_inside_the_step_pane_when_a_phase_unfolds(tmp_path):
+    """The Plan tree is as tall as its open rows, so unfolding a phase shrinks the Step pane under it; the
+    toasts were fitted to the Step pane only on a terminal resize, a selection move or the Detail line's
+    resize, and a stack fitted before the unfold climbed over the new Plan rows."""
+    plan = KILL_PLAN + "".join(f'\n[[phase]]\nid = "{p}"\ntitle = "More {p}"\n' + "".join(
+        f'  [[phase.step]]\n  id = "{p}.{i}"\n  title = "step {p}.{i}"\n  run = "true"\n' for i in range(1, 4))
+        for p in (1, 2))
+    app, journal = open_app(write_plan(tmp_path, plan))
+    journal.close()
+
+    async def scenario(pilot):
+        from textual.widgets import Tree
+
+        await until(pilot, lambda: app.ctx.selected_step_id == "0.1", what="ready")
+        tree = app.query_one("#plan", Tree)
+        phases = [n for n in tree.root.children if n.data in ("1", "2")]
+        for node in phases:
+            node.collapse()
+        await pilot.pause(0.3)
+        for n in range(16):
+            app.notify(f"notice {n}", timeout=30)
+        await until(pilot, lambda: len(app.screen.query("Toast")) == 16, what="16 toasts")
+        await pilot.pause(0.3)
+        for node in phases:
+            node.expand()
+        await pilot.pause(0.5)
+        step = app.query_one("#step-info").region
+        shown = [t.region for t in app.screen.query("Toast") if t.region.area]
+        assert shown and all(step.contains_region(r) for r in shown), (step, shown)
 
     drive(app, scenario, size=(80, 24))

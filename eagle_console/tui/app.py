@@ -98,7 +98,6 @@ class ConsoleApp(App[int]):
 
     def on_resize(self, event: events.Resize) -> None:
         self._fit_width(event.size.width)
-        self.call_after_refresh(self._place_toasts)  # the Step pane's height changed with the terminal
 
     def _fit_width(self, width: int) -> None:
         """The Plan pane takes more of a narrow terminal. Set on the one widget rather than through a
@@ -213,10 +212,9 @@ class ConsoleApp(App[int]):
     def _show_detail(self) -> None:
         self.detail.show(self.ctx.plan, self.ctx.selected_step_id, self.snapshot)
         self.step_info.show(self.ctx.plan, self.ctx.selected_step_id)
-        self.call_after_refresh(self._place_toasts)
 
-    @on(messages.DetailResized)
-    def _detail_resized(self) -> None:
+    @on(messages.ToastRoomChanged)
+    def _toast_room_changed(self) -> None:
         self._place_toasts()
 
     def _place_toasts(self) -> None:

@@ -77,9 +77,9 @@ class GpusChanged(Message):
 
 
 @dataclass
-class DetailResized(Message):
-    """The Detail line changed height (drafter findings read after the selection moved): the App moves the
-    toasts above it again."""
+class ToastRoomChanged(Message):
+    """The Detail line or the Step pane changed size (drafter findings read, a phase unfolded, the terminal
+    resized): the App places the toasts above the Detail line and fits them to the Step pane again."""
 
 
 # -- the App → panes (not bubbling) ---------------------------------------------------------------------

@@ -12,7 +12,7 @@ MIN_TOAST_ROWS = 3  # when the Step pane is zoomed away, toasts still get this m
 def place(app: Any) -> None:
     """Lift the rack above the Detail line and the key line, then fit the stack."""
     bars = app.query("KeyBar")
-    if not bars or not app.detail.is_mounted:  # the app is being torn down (a late DetailResized): nothing to place
+    if not bars or not app.detail.is_mounted:  # the app is being torn down (a late ToastRoomChanged): nothing to place
         return
     below = app.detail.outer_size.height + bars.first().outer_size.height
     for rack in app.detail.screen.query("ToastRack"):  # the main screen's, even under a dialog

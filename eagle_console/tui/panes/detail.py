@@ -13,7 +13,7 @@ from eagle_console.journal.status import plan_statuses, unmet_needs
 from eagle_console.ops.console import drafter_actions, drafter_inputs_stamp, drafter_lines
 from eagle_console.plan.safe_text import printable
 from eagle_console.tui.labels import ellipsise, rollback_label
-from eagle_console.tui.messages import DetailResized
+from eagle_console.tui.messages import ToastRoomChanged
 from eagle_console.tui.panes._logview import Poller
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ class DetailLine(Static):
     def on_resize(self) -> None:
         if self._last is not None and self._last[2] is not None:  # the first line is cut to the width
             self.show(*self._last)
-        self.post_message(DetailResized())  # the toasts sit above this line, whatever its height
+        self.post_message(ToastRoomChanged())  # the toasts sit above this line, whatever its height
 
     def show(self, plan: Plan, item_id: str | None, snap: Snapshot | None) -> None:
         moved = self._last is None or self._last[1] != item_id or self._last[0] is not plan

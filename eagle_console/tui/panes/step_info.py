@@ -11,6 +11,7 @@ from textual.widgets import Static
 
 from eagle_console.figures import format_nested
 from eagle_console.tui.labels import rollback_label
+from eagle_console.tui.messages import ToastRoomChanged
 from eagle_console.tui.theme import tstyle
 
 if TYPE_CHECKING:
@@ -61,6 +62,9 @@ class StepInfo(VerticalScroll, can_focus=False):
         yield Static("", id="step-info-text", markup=False)
 
     _shown: tuple | None = None
+
+    def on_resize(self) -> None:
+        self.post_message(ToastRoomChanged())  # the toasts fit in this pane: a phase unfolded above shrinks it
 
     def show(self, plan: Plan, item_id: str | None) -> None:
         if (plan, item_id) == self._shown:  # every journal change calls this: keep the scroll
