@@ -121,9 +121,10 @@ def write_plan(root: Path, names: list[str], cluster: str | None = None, tp: int
     count = len(names)
     if cluster:
         header = f"[cluster]\naddress = {_toml_str(cluster)}\n\n"
-        runner_env = 'RAY_AUTH_MODE = "token"\n'
-        if token_path:
-            runner_env += f"RAY_AUTH_TOKEN_PATH = {_toml_str(str(token_path))}\n"
+        from eagle_console.cluster.local import auth_env  # what a client of the cluster needs
+
+        auth = auth_env(token_path) if token_path else {"RAY_AUTH_MODE": "token"}
+        runner_env = "".join(f"{k} = {_toml_str(v)}\n" for k, v in auth.items())
         node_b = '  node = "b"\n'
     else:  # the local runner: every node is this machine (nodes.json), the extraction runs here
         header, runner_env, node_b = "", 'EAGLE_CONSOLE_NODES = "${root}/nodes.json"\n', ""
@@ -156,8 +157,6 @@ def cluster_starter():
 
     if importlib.util.find_spec("ray") is None:
         return None
-    try:
-        from eagle_console import cluster
-    except ImportError:
-        return None
-    return getattr(cluster, "start_local_cluster", None)
+    from eagle_console.cluster import start_local_cluster
+
+    return start_local_cluster
