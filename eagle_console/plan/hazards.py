@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from eagle_console.plan.tomlpos import Path_
-from eagle_console.plan.tomlscan import skip_string
+from eagle_console.plan.tomlscan import outside_strings
 
 INT_TOO_LONG = ("integer too long: TOML integers are 64-bit (at most 19 digits); "
                 "write a smaller number or a string")
@@ -64,29 +64,21 @@ def long_int_at(text: str) -> int | None:
     if limit <= 0:
         return None
     digits = re.compile(rf"[+-]?[0-9][0-9_]{{{limit - 1},}}")
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == "#":
-            j = text.find("\n", i)
-            i = n if j < 0 else j
-        elif c in "\"'":
-            i, _closed = skip_string(text, i)
-        elif c in "+-0123456789":
+    n, after = len(text), 0  # `after`: the end of the token read last
+    for i, c in outside_strings(text):
+        if i < after or c is None:
+            continue
+        if c in "+-0123456789":
             m = digits.match(text, i)
             if m and len(m.group().lstrip("+-").replace("_", "")) > limit:
                 return i
-            j = i + 1
-            while j < n and (text[j].isalnum() or text[j] in "_.:+-"):
-                j += 1
-            i = j
+            after = i + 1
+            while after < n and (text[after].isalnum() or text[after] in "_.:+-"):
+                after += 1
         elif c.isalpha() or c == "_":  # a bare key or word: its digits are not a number
-            j = i + 1
-            while j < n and (text[j].isalnum() or text[j] in "_-"):
-                j += 1
-            i = j
-        else:
-            i += 1
+            after = i + 1
+            while after < n and (text[after].isalnum() or text[after] in "_-"):
+                after += 1
     return None
 
 

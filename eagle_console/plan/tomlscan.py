@@ -25,7 +25,7 @@ def skip_string(text: str, i: int) -> tuple[int, bool]:
     return end, True
 
 
-def _outside_strings(text: str):
+def outside_strings(text: str):
     """(index, char) of every character outside strings and comments; (index, None) for a string that is
     never closed."""
     i, n = 0, len(text)
@@ -48,7 +48,7 @@ def _outside_strings(text: str):
 def deep_at(text: str, limit: int = DEEP) -> int | None:
     """Where brackets and braces first nest deeper than `limit`."""
     depth = 0
-    for i, ch in _outside_strings(text):
+    for i, ch in outside_strings(text):
         if ch is not None and ch in "[{":
             depth += 1
             if depth > limit:
@@ -60,7 +60,7 @@ def deep_at(text: str, limit: int = DEEP) -> int | None:
 
 def open_triple_at(text: str) -> int | None:
     """Where a multi-line string that is never closed opens."""
-    for i, ch in _outside_strings(text):
+    for i, ch in outside_strings(text):
         if ch is None and text.startswith(text[i] * 3, i):
             return i
     return None
@@ -68,7 +68,7 @@ def open_triple_at(text: str) -> int | None:
 
 def unclosed_quote(line: str) -> int | None:
     """Index of the quote opening a one-line string left open at the end of `line`, else None."""
-    for i, ch in _outside_strings(line):
+    for i, ch in outside_strings(line):
         if ch is None and not line.startswith(line[i] * 3, i):
             return i
     return None
