@@ -18,7 +18,7 @@ from eagle_console.sim.orphans import leave_orphans
 
 GPU_KEYS = {"index", "name", "uuid", "memory_total_mib", "memory_used_mib", "utilization_pct", "temperature_c",
             "power_w", "power_limit_w", "pcie_gen", "pcie_width", "processes"}
-HOLDER_KEYS = {"pid", "ppid", "user", "command", "gpus", "used_mib", "class", "owner", "reason"}
+HOLDER_KEYS = {"pid", "ppid", "user", "command", "gpus", "used_mib", "class", "owner", "reason", "same_session"}
 
 
 def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -50,8 +50,9 @@ def test_gpus_json_shape_with_orphans(orphaned):
     procs = {p["pid"]: (g["index"], p) for g in doc["gpus"] for p in g["processes"]}
     assert set(procs) == set(pids)
     for gpu, p in procs.values():
-        assert set(p) == {"pid", "used_mib", "command", "class", "owner"}
+        assert set(p) == {"pid", "used_mib", "command", "class", "owner", "same_session"}
         assert p["class"] == "orphan" and p["used_mib"] == 6120.0 and gpu in (3, 5)
+        assert p["same_session"] is False  # left by a launcher in a session of its own
     assert doc["gpus"][3]["memory_used_mib"] == 6120.0
 
 

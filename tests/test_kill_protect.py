@@ -1,6 +1,6 @@
 """Kills never hit eagle-console itself (issue #15): a `gpu.kill` with a scope that matches every Python
 process, run by `eagle-console run --wait` while a console is open, kills the sim workers and spares the
-CLI, the supervisor, the console and what shares the console's session. Also `orphans --kill` and tracked
+CLI, the supervisor, the console and the live jobs of the console's terminal. Also `orphans --kill` and tracked
 processes, and `orphans --json` on a backend error."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from enginekit import engine_for, wait_for, write_plan
 from test_tui_panes_gpus import stop_pids
 
 from eagle_console.journal import Journal
-from eagle_console.node.kill import IN_CONSOLE_SESSION, MAYBE_CONSOLE_SESSION
+from eagle_console.node.kill import LIVE_JOB, MAYBE_LIVE_JOB
 from eagle_console.node.procs import eagle_console_kind
 from eagle_console.ops.orphans import KillRecord, journal_supervisors
 from eagle_console.sim import gpustate
@@ -39,7 +39,7 @@ if _spec:
 
 def session_reason() -> str:
     """A session led from outside this PID namespace (CI's `docker exec`, `unshare --pid`) reads as 0."""
-    return MAYBE_CONSOLE_SESSION if os.getsid(0) == 0 else IN_CONSOLE_SESSION
+    return (MAYBE_LIVE_JOB if os.getsid(0) == 0 else LIVE_JOB).format(ppid=os.getpid())
 
 
 KILL_EVERYTHING_PLAN = """
@@ -243,6 +243,8 @@ def test_a_holder_in_a_session_led_from_outside_the_namespace_is_not_killed(tmp_
     body, alive = out.stdout.rsplit("alive=", 1)
     doc = json.loads(body)
     assert doc["killed"] == [], doc
-    (holder,) = doc["holders"]  # its parent is the namespace's PID 1 (sh): an orphan by ppid
-    assert holder["reason"].endswith("not signalled: " + MAYBE_CONSOLE_SESSION)
+    # its parent is the namespace's PID 1, the shell that started it: a live job of it, not an orphan by ppid
+    (holder,) = doc["holders"]
+    assert holder["class"] == "other"
+    assert holder["reason"].endswith("not signalled: " + MAYBE_LIVE_JOB.format(ppid=1))
     assert alive.strip() == "yes"

@@ -218,7 +218,7 @@ def test_nvml_pid_outside_namespace_is_kept_and_labelled():
     assert doc["pid_namespace"] == "foreign"
     assert doc["gpus"][0]["processes"] == [{"pid": missing, "used_mib": 6754.0,
                                            "command": "host pid (not in this container)",
-                                           "class": "other", "owner": None}]
+                                           "class": "other", "owner": None, "same_session": False}]
 
 
 def test_console_processes_are_never_orphans():

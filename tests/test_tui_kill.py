@@ -13,7 +13,7 @@ import pytest
 from enginekit import engine_for, wait_for, write_plan
 from test_tui_panes_gpus import make_ctx, stop_pids, until
 
-from eagle_console.node.kill import IN_CONSOLE_SESSION, MAYBE_CONSOLE_SESSION
+from eagle_console.node.kill import LIVE_JOB, MAYBE_LIVE_JOB
 from eagle_console.sim import gpustate
 from eagle_console.sim.orphans import leave_orphans
 
@@ -32,7 +32,7 @@ HOLD = ("import sys, signal\nfrom eagle_console.sim import gpustate\n"
 def session_reason() -> str:
     """Under `docker exec` without a tty (CI) or `unshare --pid`, this session's leader is outside the PID
     namespace: every such session reads as 0 and a holder in it can only be "maybe" the console's."""
-    return MAYBE_CONSOLE_SESSION if os.getsid(0) == 0 else IN_CONSOLE_SESSION
+    return (MAYBE_LIVE_JOB if os.getsid(0) == 0 else LIVE_JOB).format(ppid=os.getpid())
 
 
 class KillApp(App):
@@ -218,7 +218,7 @@ def test_a_holder_in_the_consoles_session_is_shown_refused(tmp_path, monkeypatch
             assert screen.refused == {helper.pid: session_reason()}
             await pilot.press("space")
             assert not screen.selected
-            assert "in the console's session" in str(screen.query_one("#kill-progress").render())
+            assert "a live job of the console's terminal" in str(screen.query_one("#kill-progress").render())
 
     asyncio.run(main())
     assert helper.poll() is None

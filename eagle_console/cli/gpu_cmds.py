@@ -131,6 +131,8 @@ def _print_holders(holders: list, refused: dict[int, str], error: str | None = N
               f"{h.owner or '-':<6} {h.reason or '':<28} {h.command[:70]}")
         if h.pid in refused:
             print(f"{'':>7} not signalled: {refused[h.pid]}")
+        elif h.same_session and h.cls == "orphan":
+            print(f"{'':>7} started from this terminal (its launcher is gone)")
     if not holders and error is None:  # with an error, "none" would be a guess: _finish says why instead
         print("no GPU holders")
 

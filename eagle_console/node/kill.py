@@ -4,8 +4,14 @@ Signals go through the psutil.Process objects kept from the listing: psutil refu
 reused since (create time differs), so a recycled pid is never hit. Some processes are never signalled
 whatever the caller asks: PID 1, this process and its ancestors (the supervisor, the console, the
 shell), every eagle-console process (consoles, CLIs, supervisors and built-in actions of any run),
-anything in the session of this process or of a console, processes outside this PID namespace, and
-other users' processes unless we are root and the operator picked them one by one.
+the live jobs of the console's terminal (a process of this process's or a console's session whose parent
+is still there: the operator's interactive `python`, a server they started with `&`), processes outside
+this PID namespace, and other users' processes unless we are root and the operator picked them one by one.
+
+An orphan of the console's own session is *not* protected: a server started from the operator's shell
+and abandoned (launcher killed, Ctrl+C'd with workers that ignore SIGINT) leaves its workers in that
+session, reparented to PID 1 or a subreaper. They are what `K` exists for; they are marked
+`same_session` so every face can say they were started from this terminal.
 
 The grace between SIGTERM and SIGKILL is parsed here once, for every face (`--grace`, `with.grace`,
 EAGLE_CONSOLE_KILL_GRACE) and for the engine's timeouts and rollbacks.
@@ -31,8 +37,9 @@ if TYPE_CHECKING:
 POLL_S = 0.05
 Progress = Callable[[float, list[int]], None]  # (seconds left of the grace, pids still alive)
 
-IN_CONSOLE_SESSION = "in the console's session"
-MAYBE_CONSOLE_SESSION = "maybe in the console's session (its leader is outside this PID namespace)"
+LIVE_JOB = "a live job of the console's terminal (parent {ppid} is alive)"
+MAYBE_LIVE_JOB = "maybe a live job of the console's terminal (parent {ppid} is alive; the session's leader is " \
+    "outside this PID namespace)"
 
 GRACE_ENV = "EAGLE_CONSOLE_KILL_GRACE"
 DEFAULT_GRACE_S = 10.0
@@ -115,6 +122,14 @@ def protection(consoles: Iterable[int] = ()) -> Protection:
                       unseen_session=0 in sessions)
 
 
+def in_console_session(h: Holder, protected: Protection) -> bool:
+    """Started from the terminal of this process or of a console (a session led from outside this PID
+    namespace reads as 0: then any holder of such a session may be)."""
+    if h.sid is not None and h.sid in protected.sessions:
+        return True
+    return h.sid == 0 and protected.unseen_session
+
+
 def _sid(pid: int) -> int | None:
     try:
         return os.getsid(pid)
@@ -142,10 +157,8 @@ def refusal(h: Holder, explicit: Iterable[int] = (), protected: Protection | Non
         return "eagle-console process"
     if h.pid in protected.ancestors:
         return "an ancestor of this process"
-    if h.sid is not None and h.sid in protected.sessions:
-        return IN_CONSOLE_SESSION
-    if h.sid == 0 and protected.unseen_session:
-        return MAYBE_CONSOLE_SESSION
+    if in_console_session(h, protected) and not h.reparented:
+        return (LIVE_JOB if h.sid else MAYBE_LIVE_JOB).format(ppid=h.ppid)
     me = _current_user()
     if h.user is not None and me is not None and h.user != me:
         if os.geteuid() != 0:

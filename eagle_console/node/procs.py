@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 
 # Init-like programs that adopt orphans (PR_SET_CHILD_SUBREAPER or PID 1 of a container).
 SUBREAPER_NAMES = frozenset({"systemd", "tini", "docker-init", "dumb-init", "catatonit", "s6-svscan",
-                             "runit", "supervisord"})
+                             "runit", "supervisord", "containerd-shim", "containerd-shim-runc-v2", "conmon",
+                             "lxc-start", "lxc-init"})
 # Daemons that hold the device files by design and live under PID 1: never orphans.
 DAEMON_NAMES = frozenset({"nvidia-persistenced", "nv-hostengine", "nvidia-fabricmanager", "dcgm-exporter"})
 SGLANG_WORKER = re.compile(r"sglang::(scheduler|detokenizer)")
@@ -89,11 +90,21 @@ class Holder:
     proc: psutil.Process | None = field(default=None, repr=False, compare=False)  # kept for pid-reuse guard
     create_time: float | None = None
     gpus_known: bool = True  # False: it holds a GPU (CUDA opens every device file) but which is unknown
+    pgid: int | None = None
+    # started from the console's own terminal session (ops.orphans.scan sets it against the live consoles)
+    same_session: bool = False
+    adopted: bool = False  # its parent is PID 1 or a subreaper that took it in, not the process that started it
+
+    @property
+    def reparented(self) -> bool:
+        """Its launcher is gone: adopted, or an orphan for another reason (its run's launcher exited, its
+        session or job abandoned). Not a live job of anyone, whatever session it is in."""
+        return self.cls == "orphan" or self.adopted
 
     def to_dict(self) -> dict[str, Any]:
         return {"pid": self.pid, "ppid": self.ppid, "user": self.user, "command": self.command,
                 "gpus": self.gpus, "used_mib": self.used_mib, "class": self.cls, "owner": self.owner,
-                "reason": self.reason}
+                "reason": self.reason, "same_session": self.same_session}
 
 
 def device_minor(link: str, prefix: str) -> int | None | bool:
@@ -246,7 +257,8 @@ def classify(h: Holder, tracked: list[TrackedRun], subreapers: Iterable[int] = (
     if name in DAEMON_NAMES:
         h.cls, h.reason = "other", "system daemon"
         return
-    if is_subreaper(h.ppid, subreapers):
+    h.adopted = _adopted(h, subreapers)
+    if h.adopted:
         who = "ppid 1" if h.ppid == 1 else f"reparented to subreaper {h.ppid}"
         if SGLANG_WORKER.search(h.command):
             h.cls, h.reason = "orphan", "sglang scheduler reparented"
@@ -259,6 +271,11 @@ def classify(h: Holder, tracked: list[TrackedRun], subreapers: Iterable[int] = (
         # an unknown subreaper adopted it: its session's leader is gone and its parent is a stranger
         h.cls, h.reason = "orphan", f"session leader {h.sid} exited, parent {h.ppid} outside the session"
         return
+    if (h.has_context or SGLANG_WORKER.search(h.command)) and _abandoned_group(h):
+        # the same inside one session: a shell job (its own process group) whose leader died, adopted by a
+        # subreaper we do not know by name (prctl(PR_SET_CHILD_SUBREAPER) leaves no trace in /proc)
+        h.cls, h.reason = "orphan", f"job leader {h.pgid} exited, parent {h.ppid} outside the job"
+        return
     h.cls, h.reason = "other", None
 
 
@@ -269,6 +286,49 @@ def _abandoned_session(h: Holder) -> bool:
         return False
     try:
         return os.getsid(h.ppid) != h.sid
+    except OSError:
+        return False
+
+
+def _adopted(h: Holder, subreapers: Iterable[int] = ()) -> bool:
+    """Its parent is PID 1 or a subreaper *that adopted it*, not a shell that started it.
+
+    A container whose PID 1 is the operator's shell (`docker run -it … bash`, `unshare --pid --fork sh`)
+    is the parent of every job started there: a PID 1 that is not a known init, in the holder's own
+    session, adopted it only if the job it was started in is gone (its process group's leader exited).
+    """
+    if not is_subreaper(h.ppid, subreapers):
+        return False
+    if h.ppid != 1 or _name(1) in SUBREAPER_NAMES:  # a subreaper known by name or pid is no one's shell
+        return True
+    try:
+        parent_sid = os.getsid(1)
+    except OSError:
+        return True
+    if parent_sid != h.sid:
+        return True
+    return h.pgid not in (None, 0, h.pid) and not psutil.pid_exists(h.pgid)
+
+
+def _name(pid: int) -> str | None:
+    try:
+        return psutil.Process(pid).name()
+    except psutil.Error:
+        return None
+
+
+def _abandoned_group(h: Holder) -> bool:
+    """Its process group's leader is gone and its parent is neither in the group nor the session's leader.
+
+    The session leader is excluded because a job-control shell is the parent of every stage of a pipeline:
+    in `cat prompts | python serve.py` the group is cat's, and cat may exit first while the shell lives on.
+    """
+    if h.pgid is None or h.ppid is None or h.pgid in (0, h.pid) or h.ppid in (h.sid, 1):
+        return False
+    if psutil.pid_exists(h.pgid):
+        return False
+    try:
+        return os.getpgid(h.ppid) != h.pgid
     except OSError:
         return False
 
@@ -350,6 +410,8 @@ def _read_process(h: Holder) -> None:
             except (KeyError, psutil.Error):  # uid without a passwd entry
                 h.user = str(proc.uids().real)
         h.sid = os.getsid(h.pid)
+        h.pgid = os.getpgid(h.pid)
+        h.same_session = bool(h.sid) and h.sid == os.getsid(0)  # ops.orphans.scan adds other consoles'
         h.proc = proc
     except (psutil.NoSuchProcess, ProcessLookupError):  # exited since the scan
         h.in_namespace = False
@@ -411,7 +473,8 @@ def gpus_document(sample: NodeSample, holders: list[Holder], pid_namespace: str 
     gpus = []
     for g in sample.gpus:
         procs = [{"pid": h.pid, "used_mib": h.used_by_gpu.get(g.index), "command": h.command,
-                  "class": h.cls, "owner": h.owner} for h in by_gpu.get(g.index, [])]
+                  "class": h.cls, "owner": h.owner, "same_session": h.same_session}
+                 for h in by_gpu.get(g.index, [])]
         gpus.append({
             "index": g.index, "name": g.name, "uuid": g.uuid, "memory_total_mib": g.memory_total_mib,
             "memory_used_mib": g.memory_used_mib, "utilization_pct": g.utilization_pct,

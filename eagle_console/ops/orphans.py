@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from eagle_console.node.kill import Progress, kill_holders, protection, refusal, select_targets
+from eagle_console.node.kill import (
+    Progress,
+    in_console_session,
+    kill_holders,
+    protection,
+    refusal,
+    select_targets,
+)
 from eagle_console.node.procs import Holder, scan_holders, tracked_runs
 
 if TYPE_CHECKING:
@@ -66,6 +73,8 @@ def scan(sim_dir: Path | None, journal: Journal | None = None,
         holders = scan_holders(sample, tracked or [], device_prefix=backend.device_prefix)
         supervisors = journal_supervisors(journal) if journal is not None else frozenset()
         protected = protection(supervisors)
+        for h in holders:
+            h.same_session = h.in_namespace and in_console_session(h, protected)
         refused = {h.pid: why for h in holders if (why := refusal(h, (), protected))}
     except BaseException:
         backend.close()

@@ -106,13 +106,18 @@ def gpu_row(g: GpuSample, width: int | None = None) -> Text:
     return row
 
 
+FROM_THIS_TERMINAL = "started from this terminal"  # an orphan of the console's own session (node.kill)
+
+
 def holder_command(h: Holder, limit: int = 60) -> str:
     """The command as the operator reads it: the program's name rather than its path (a venv's
     `/…/.venv/bin/python` takes a narrow pane's whole width), and an orphan's reason before it, where a cut
     line cannot lose it."""
     program, _, rest = h.command.partition(" ")
     command = f"{program.rsplit('/', 1)[-1]} {rest}".strip()[:limit]
-    return f"{h.reason} · {command}" if h.cls == "orphan" and h.reason else command
+    if h.cls != "orphan" or not h.reason:
+        return command
+    return f"{h.reason} · {FROM_THIS_TERMINAL} · {command}" if h.same_session else f"{h.reason} · {command}"
 
 
 CLASS_ORDER = {"orphan": 0, "other": 1, "tracked": 2}  # what the operator acts on first: a short pane shows it
