@@ -17,7 +17,7 @@ from eagle_console.sim import gpustate
 from eagle_console.sim.orphans import leave_orphans
 
 GPU_KEYS = {"index", "name", "uuid", "memory_total_mib", "memory_used_mib", "utilization_pct", "temperature_c",
-            "power_w", "power_limit_w", "pcie_gen", "pcie_width", "processes"}
+            "power_w", "power_limit_w", "pcie_gen", "pcie_width", "processes", "unattributed_mib"}
 HOLDER_KEYS = {"pid", "ppid", "user", "command", "gpus", "used_mib", "class", "owner", "reason", "same_session"}
 
 
@@ -66,7 +66,7 @@ def test_gpus_without_driver_exits_0_with_reason():
 def test_orphans_lists_then_kills_and_frees(orphaned):
     sim, pids = orphaned
     listed = json.loads(cli("orphans", "--json", "--sim", str(sim)).stdout)
-    assert set(listed) == {"schema", "holders", "killed", "survivors", "freed_mib", "error"}  # error: cli.md Additions
+    assert set(listed) == {"schema", "holders", "killed", "survivors", "freed_mib", "error", "gpus"}  # cli.md Additions
     assert listed["error"] is None
     assert {h["pid"] for h in listed["holders"]} == set(pids)
     assert all(set(h) == HOLDER_KEYS and h["class"] == "orphan" for h in listed["holders"])

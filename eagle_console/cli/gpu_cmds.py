@@ -83,6 +83,7 @@ def _na(value: Any, fmt: str = "{:.0f}") -> str:
 
 def cmd_gpus(args: argparse.Namespace) -> int:
     from eagle_console.node.gpus import open_backend
+    from eagle_console.node.gpus.unseen import unseen_notes
     from eagle_console.node.procs import gpus_document, scan_node
 
     backend = open_backend(sim_dir(args))
@@ -112,6 +113,8 @@ def cmd_gpus(args: argparse.Namespace) -> int:
         for p in g["processes"]:
             print(f"    {p['pid']:>7} {_na(p['used_mib']):>8} MiB  {p['class']:<7} {p['owner'] or '-':<6} "
                   f"{p['command'][:80]}")
+    for note in unseen_notes(sample):
+        print(note)
     return 0
 
 
@@ -124,7 +127,8 @@ def _confirm(targets: list, scope: str) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
-def _print_holders(holders: list, refused: dict[int, str], error: str | None = None) -> None:
+def _print_holders(holders: list, refused: dict[int, str], error: str | None = None,
+                   unseen: list[str] | tuple[()] = ()) -> None:
     for h in holders:
         print(f"{h.pid:>7} ppid {h.ppid if h.ppid is not None else '?':>7} {h.user or '?':<8} "
               f"gpus {','.join(map(str, h.gpus)) or '-':<7} {_na(h.used_mib):>8} MiB {h.cls:<7} "
@@ -133,12 +137,17 @@ def _print_holders(holders: list, refused: dict[int, str], error: str | None = N
             print(f"{'':>7} not signalled: {refused[h.pid]}")
         elif h.same_session and h.cls == "orphan":
             print(f"{'':>7} started from this terminal (its launcher is gone)")
-    if not holders and error is None:  # with an error, "none" would be a guess: _finish says why instead
+    if not holders and error is None and not unseen:  # with an error, "none" would be a guess: _finish says why
         print("no GPU holders")
+    elif not holders and unseen:
+        print("no GPU holder visible here, yet:")
+    for note in unseen:
+        print(note)
 
 
 def cmd_orphans(args: argparse.Namespace) -> int:
     """Exit 1 when the GPUs could not be read (the listing may miss holders) or a process survived."""
+    from eagle_console.node.gpus.unseen import unattributed_mib, unseen_notes
     from eagle_console.node.kill import GraceError, resolve_grace, select_targets
     from eagle_console.ops import orphans
 
@@ -152,7 +161,8 @@ def cmd_orphans(args: argparse.Namespace) -> int:
     plan = _plan(args)
     # PLAN's journal: its runs are the tracked ones, and the kill is recorded there
     journal = open_journal(plan) if plan is not None else None
-    doc: dict[str, Any] = {"holders": [], "killed": [], "survivors": [], "freed_mib": {}, "error": None}
+    doc: dict[str, Any] = {"holders": [], "gpus": [], "killed": [], "survivors": [], "freed_mib": {},
+                           "error": None}
     address = _cluster_address(args, plan)
     try:
         if address:
@@ -170,8 +180,10 @@ def cmd_orphans(args: argparse.Namespace) -> int:
             targets = [h for h in targets if h.pid not in skipped]
             refused = {**skipped, **found.refused}
             doc["holders"] = [_holder_dict(h, refused.get(h.pid)) for h in found.holders]
+            doc["gpus"] = [{"index": g.index, "memory_used_mib": g.memory_used_mib,
+                            "unattributed_mib": unattributed_mib(g)} for g in found.sample.gpus]
             if not args.json:
-                _print_holders(found.holders, refused, found.error)
+                _print_holders(found.holders, refused, found.error, unseen_notes(found.sample))
             if args.kill and targets and (args.yes or _confirm(targets, args.scope)):
                 def say(msg: str) -> None:
                     print(msg, file=sys.stderr if args.json else sys.stdout, flush=True)

@@ -466,6 +466,8 @@ _ENDED_RUNS: weakref.WeakKeyDictionary[Journal, dict[int, TrackedRun]] = weakref
 def gpus_document(sample: NodeSample, holders: list[Holder], pid_namespace: str = "local") -> dict[str, Any]:
     """The `gpus --json` document of cli.md (also what the GPUs pane draws). A holder whose GPU is
     unknown is under no GPU (`orphans --json` lists it); the GPU's memory_used_mib still counts it."""
+    from eagle_console.node.gpus.unseen import unattributed_mib
+
     by_gpu: dict[int, list[Holder]] = {}
     for h in holders:
         for g in h.gpus:
@@ -477,7 +479,8 @@ def gpus_document(sample: NodeSample, holders: list[Holder], pid_namespace: str 
                  for h in by_gpu.get(g.index, [])]
         gpus.append({
             "index": g.index, "name": g.name, "uuid": g.uuid, "memory_total_mib": g.memory_total_mib,
-            "memory_used_mib": g.memory_used_mib, "utilization_pct": g.utilization_pct,
+            "memory_used_mib": g.memory_used_mib, "unattributed_mib": unattributed_mib(g),
+            "utilization_pct": g.utilization_pct,
             "temperature_c": g.temperature_c, "power_w": g.power_w, "power_limit_w": g.power_limit_w,
             "pcie_gen": g.pcie_gen, "pcie_width": g.pcie_width, "processes": procs,
         })

@@ -25,7 +25,7 @@ from eagle_console.node.procs import Holder, scan_holders, tracked_runs
 
 if TYPE_CHECKING:
     from eagle_console.journal import Event, Journal
-    from eagle_console.node.gpus import GpuBackend
+    from eagle_console.node.gpus import GpuBackend, NodeSample
     from eagle_console.node.procs import TrackedRun
 
 KILL_EVENT = "kill"
@@ -43,6 +43,7 @@ class HolderScan:
     error: str | None  # the backend's sample error (no driver, a GPU that did not answer)
     backend: GpuBackend = field(repr=False)
     supervisors: frozenset[int] = frozenset()  # live supervisors the journal recorded: never signalled
+    sample: NodeSample | None = field(default=None, repr=False)  # what the holders were read against
 
     @property
     def unavailable(self) -> bool:
@@ -79,7 +80,7 @@ def scan(sim_dir: Path | None, journal: Journal | None = None,
     except BaseException:
         backend.close()
         raise
-    return HolderScan(holders, refused, sample.backend, sample.error, backend, supervisors)
+    return HolderScan(holders, refused, sample.backend, sample.error, backend, supervisors, sample)
 
 
 def journal_supervisors(journal: Journal) -> frozenset[int]:

@@ -9,6 +9,8 @@ Layout of a sim directory:
                        cannot tell which GPU it uses; the backend's per-GPU process lists can)
   holders/<pid>.json   {"pid", "create_time", "mib": {"<gpu>": MiB}, "command"}
   activity.json        {"pid", "util": {"<gpu>": 0..100}} written by the simulated server
+  outside.json         {"<gpu>": MiB} held by processes this node's NVML does not list (the host's or another
+                       container's, as seen from inside an LXC container): in the used totals, in no list
   node.json's "pid_offset" (container mode) is added to every pid the backend reports, as NVML inside
   an LXC container reports the host's pids
 
@@ -151,6 +153,20 @@ def holders(sim_dir: Path) -> list[SimHolder]:
         out.append(SimHolder(rec["pid"], rec["create_time"], {int(k): v for k, v in rec["mib"].items()},
                              rec.get("command", "")))
     return out
+
+
+def hold_outside(sim_dir: Path, mib: dict[int, float]) -> None:
+    """Memory held on each GPU by processes outside this node's view (another container, the host): it
+    counts in the used totals and appears in no process list. An empty dict gives it back."""
+    _write_atomic(Path(sim_dir) / "outside.json", {str(k): float(v) for k, v in mib.items()})
+
+
+def outside(sim_dir: Path) -> dict[int, float]:
+    try:
+        data = json.loads((Path(sim_dir) / "outside.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return {int(k): float(v) for k, v in data.items()}
 
 
 def set_activity(sim_dir: Path, util: dict[int, float]) -> None:

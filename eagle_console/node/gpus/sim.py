@@ -35,6 +35,7 @@ class SimBackend:
         holders = gpustate.holders(self.sim_dir)
         util = gpustate.activity(self.sim_dir)
         leaving = self._lagging({h.pid: dict(h.mib) for h in holders})
+        hidden = gpustate.outside(self.sim_dir)
         out: list[GpuSample] = []
         for g in self.gpus:
             idx = int(g["index"])
@@ -44,8 +45,8 @@ class SimBackend:
             out.append(GpuSample(
                 index=idx, name=g["name"], uuid=g["uuid"],
                 memory_total_mib=float(g["memory_total_mib"]),
-                memory_used_mib=min(sum(p.used_mib or 0.0 for p in procs) + leaving.get(idx, 0.0),
-                                    float(g["memory_total_mib"])),
+                memory_used_mib=min(sum(p.used_mib or 0.0 for p in procs) + leaving.get(idx, 0.0)
+                                    + hidden.get(idx, 0.0), float(g["memory_total_mib"])),
                 utilization_pct=busy,
                 temperature_c=round(IDLE_TEMP_C + TEMP_PER_UTIL_C * busy, 1),
                 power_w=round(limit * (IDLE_POWER_FRACTION + (1 - IDLE_POWER_FRACTION) * busy / 100), 1),

@@ -13,6 +13,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from eagle_console.node.fdcache import LinkCache
+from eagle_console.node.gpus.unseen import unseen_notes
 from eagle_console.tui.messages import PlanReloaded, ReadGpusNow
 from eagle_console.tui.panes._logview import Poller, QuietStatic
 from eagle_console.tui.theme import tstyle
@@ -161,6 +162,8 @@ def render_reading(reading: GpuReading, width: int | None = None) -> tuple[Text,
             head += Text(f"\n{sample.error}", style=tstyle("ec.warn"))
         if reading.pid_namespace == "foreign":
             head += Text(f"\n{FOREIGN_NOTE}", style=tstyle("ec.warn"))
+        for note in unseen_notes(sample):  # memory in use that no holder row below accounts for
+            head += Text(f"\n{note}", style=tstyle("ec.warn"))
     return head, holders_table(reading.holders, width)
 
 

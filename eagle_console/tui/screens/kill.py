@@ -18,6 +18,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
+from eagle_console.node.gpus.unseen import unseen_notes
 from eagle_console.ops.orphans import KillRecord, memory_by_gpu
 from eagle_console.tui.panes.gpus import holder_command
 from eagle_console.tui.screens.kill_text import left_text, remote_text, result_text, row_key
@@ -198,6 +199,9 @@ class KillScreen(ModalScreen[KillRecord | None]):
             summary += f" · {note}"
         if not self.rows:
             summary = "No GPU holders: nothing to kill." + (f" ({note})" if note else "")
+        unseen = unseen_notes(found.sample) if found.sample is not None else []
+        if unseen:  # "nothing to kill" must not read as "nothing holds the GPUs"
+            summary += "\n" + "\n".join(unseen)
         if unreachable:
             summary += " · " + "; ".join(unreachable)
         self.query_one("#kill-summary", Static).update(summary)
