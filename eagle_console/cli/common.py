@@ -63,8 +63,19 @@ def add_state_dir(parser: argparse.ArgumentParser) -> None:
 
 
 def sim_dir(args: argparse.Namespace) -> Path | None:
-    value = getattr(args, "sim", None) or os.environ.get("EAGLE_CONSOLE_SIM")
-    return Path(value).resolve() if value else None
+    """--sim DIR, else EAGLE_CONSOLE_SIM; a folder that is not a simulated node is bad input (exit 2), not a
+    node without GPUs: the commands would otherwise read nothing and succeed."""
+    given = getattr(args, "sim", None)
+    value = given or os.environ.get("EAGLE_CONSOLE_SIM")
+    if not value:
+        return None
+    path = Path(value).resolve()
+    if not (path / "node.json").is_file():
+        origin = "--sim" if given else "EAGLE_CONSOLE_SIM"
+        why = "no such folder" if not path.exists() else "not a folder" if not path.is_dir() else \
+            "not a simulated node (no node.json)"
+        raise CliError(f"{origin} {value}: {why}")
+    return path
 
 
 def load_plan(path: str | os.PathLike[str], state_dir: str | None = None) -> Plan:
