@@ -70,12 +70,25 @@ def sim_dir(args: argparse.Namespace) -> Path | None:
     if not value:
         return None
     path = Path(value).resolve()
-    if not (path / "node.json").is_file():
-        origin = "--sim" if given else "EAGLE_CONSOLE_SIM"
-        why = "no such folder" if not path.exists() else "not a folder" if not path.is_dir() else \
-            "not a simulated node (no node.json)"
-        raise CliError(f"{origin} {value}: {why}")
+    why = sim_problem(path)
+    if why:
+        raise CliError(f"{'--sim' if given else 'EAGLE_CONSOLE_SIM'} {value}: {why}")
     return path
+
+
+def sim_problem(path: Path) -> str | None:
+    """Why `path` is not a simulated node (eagle_console.sim.gpustate's layout), or None."""
+    if not path.exists():
+        return "no such folder"
+    if not path.is_dir():
+        return "not a folder"
+    try:
+        gpus = json.loads((path / "node.json").read_text())["gpus"]
+    except FileNotFoundError:
+        return "not a simulated node (no node.json)"
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return f"not a simulated node (node.json: {type(exc).__name__}: {exc})"
+    return None if isinstance(gpus, list) else "not a simulated node (node.json: `gpus` is not a list)"
 
 
 def load_plan(path: str | os.PathLike[str], state_dir: str | None = None) -> Plan:
