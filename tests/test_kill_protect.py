@@ -206,14 +206,21 @@ def test_orphans_kill_scope_all_spares_a_tracked_process_unless_included(tmp_pat
     assert doc["killed"] == [server]
 
 
-def test_orphans_json_says_when_the_backend_failed(tmp_path):
+def test_orphans_on_a_sim_folder_that_is_no_node_is_bad_input(tmp_path):
+    """A --sim folder without node.json (or with a broken one) is a wrong path, not a node with no GPUs:
+    exit 2 and one line (issue 26; before, exit 1 with the error in the document, `gpus` exit 0). A backend
+    that fails on a real machine is tests/test_gpus_no_driver.py's."""
     broken = tmp_path / "sim"
-    broken.mkdir()  # a simulated node whose node.json is missing: the backend cannot read the GPUs
-    out = subprocess.run([sys.executable, "-m", "eagle_console", "orphans", "--json", "--sim", str(broken)],
-                         capture_output=True, text=True, timeout=60)
-    doc = json.loads(out.stdout)
-    assert out.returncode == 1
-    assert "cannot read the simulated node" in doc["error"] and doc["holders"] == []
+    broken.mkdir()
+    for node_json in (None, "{bad", '{"gpus": 3}'):
+        if node_json is not None:
+            (broken / "node.json").write_text(node_json)
+        for command in (["orphans", "--json"], ["gpus", "--json"]):
+            out = subprocess.run([sys.executable, "-m", "eagle_console", *command, "--sim", str(broken)],
+                                 capture_output=True, text=True, timeout=60)
+            assert out.returncode == 2 and out.stdout == "", (command, out.stdout, out.stderr)
+            assert out.stderr.startswith(f"eagle-console: --sim {broken}: not a simulated node (")
+            assert out.stderr.count("\n") == 1
 
 
 

@@ -105,7 +105,9 @@ def test_each_tab_runs_the_tui_with_the_same_options(tmp_path: Path) -> None:
     import shlex
 
     from eagle_console.cli.serve_cmds import console_command
+    from eagle_console.sim import gpustate
 
+    gpustate.create_node(tmp_path / "sim", gpus=1)  # a --sim that is no simulated node is refused (exit 2)
     args = argparse.Namespace(readonly=True, sim=str(tmp_path / "sim"), state_dir=str(tmp_path / "st"))
     argv = shlex.split(console_command(args, tmp_path / "my plan.toml"))
     assert argv == [sys.executable, "-m", "eagle_console", "tui", str(tmp_path / "my plan.toml"), "--readonly",

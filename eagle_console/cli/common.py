@@ -63,8 +63,32 @@ def add_state_dir(parser: argparse.ArgumentParser) -> None:
 
 
 def sim_dir(args: argparse.Namespace) -> Path | None:
-    value = getattr(args, "sim", None) or os.environ.get("EAGLE_CONSOLE_SIM")
-    return Path(value).resolve() if value else None
+    """--sim DIR, else EAGLE_CONSOLE_SIM; a folder that is not a simulated node is bad input (exit 2), not a
+    node without GPUs: the commands would otherwise read nothing and succeed."""
+    given = getattr(args, "sim", None)
+    value = given or os.environ.get("EAGLE_CONSOLE_SIM")
+    if not value:
+        return None
+    path = Path(value).resolve()
+    why = sim_problem(path)
+    if why:
+        raise CliError(f"{'--sim' if given else 'EAGLE_CONSOLE_SIM'} {value}: {why}")
+    return path
+
+
+def sim_problem(path: Path) -> str | None:
+    """Why `path` is not a simulated node (eagle_console.sim.gpustate's layout), or None."""
+    if not path.exists():
+        return "no such folder"
+    if not path.is_dir():
+        return "not a folder"
+    try:
+        gpus = json.loads((path / "node.json").read_text())["gpus"]
+    except FileNotFoundError:
+        return "not a simulated node (no node.json)"
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return f"not a simulated node (node.json: {type(exc).__name__}: {exc})"
+    return None if isinstance(gpus, list) else "not a simulated node (node.json: `gpus` is not a list)"
 
 
 def load_plan(path: str | os.PathLike[str], state_dir: str | None = None) -> Plan:

@@ -146,7 +146,9 @@ def _print_holders(holders: list, refused: dict[int, str], error: str | None = N
 
 
 def cmd_orphans(args: argparse.Namespace) -> int:
-    """Exit 1 when the GPUs could not be read (the listing may miss holders) or a process survived."""
+    """A listing reports what it could not read in `error` and exits 0, as `gpus` does; `--kill` exits 1
+    when it could not read the GPUs (nothing can say the memory came back), a process survived, or a
+    cluster node could not be killed on (docs/cli.md, "Reading and acting on the GPUs")."""
     from eagle_console.node.gpus.unseen import unattributed_mib, unseen_notes
     from eagle_console.node.kill import GraceError, resolve_grace, select_targets
     from eagle_console.ops import orphans
@@ -158,6 +160,7 @@ def cmd_orphans(args: argparse.Namespace) -> int:
         select_targets([], args.scope, args.match)  # a bad scope/regex is bad usage, before any scan
     except (GraceError, ValueError) as exc:
         raise CliError(str(exc)) from None
+    sim = sim_dir(args)  # a --sim that is no simulated node is bad input, before anything is read
     plan = _plan(args)
     # PLAN's journal: its runs are the tracked ones, and the kill is recorded there
     journal = open_journal(plan) if plan is not None else None
@@ -168,12 +171,13 @@ def cmd_orphans(args: argparse.Namespace) -> int:
         if address:
             doc["nodes"] = _orphans_on_nodes(args, address, grace, journal)
         try:
-            found = orphans.scan(sim_dir(args), journal)
+            found = orphans.scan(sim, journal)
         except Exception as exc:  # the backend failed outright: say so in the document, not as a traceback
             doc["error"] = f"cannot scan GPU holders: {exc}"
-            return _finish(args, doc)
+            return _finish(args, doc, blind=True)
         with found:
             doc["error"] = found.error and f"cannot read the GPUs ({found.backend_name}): {found.error}"
+            blind = found.unavailable  # no backend at all, as opposed to a backend with some queries failing
             targets = orphans.choose(found, args.scope, args.match)
             skipped = {} if args.include_tracked else {
                 h.pid: f"tracked by step {h.owner}: --include-tracked to kill it" for h in targets if h.cls == "tracked"}
@@ -196,7 +200,7 @@ def cmd_orphans(args: argparse.Namespace) -> int:
     finally:
         if journal is not None:
             journal.close()
-    return _finish(args, doc)
+    return _finish(args, doc, blind)
 
 
 def _plan(args: argparse.Namespace) -> Any:
@@ -254,12 +258,16 @@ def _holder_dict(h: Any, refused: str | None) -> dict[str, Any]:
     return d
 
 
-def _finish(args: argparse.Namespace, doc: dict[str, Any]) -> int:
+def _finish(args: argparse.Namespace, doc: dict[str, Any], blind: bool) -> int:
+    """Exit status: a listing succeeded once it printed what it saw and why it could not see more (0);
+    a kill failed (1) if it was blind (`blind`: no GPU backend), left survivors, or failed on a node."""
     if args.json:
         print_json(doc)
     elif doc["error"]:  # once, on stderr: the listing above may miss holders, and a kill did nothing
         print(doc["error"] + ("; nothing was signalled" if args.kill and not doc["killed"] else ""),
               file=sys.stderr)
+    if not args.kill:
+        return 0
     nodes = doc.get("nodes") or {}
     node_failed = any(isinstance(e, dict) and (e.get("survivors") or e.get("error")) for e in nodes.values())
-    return 1 if doc["survivors"] or doc["error"] or node_failed or isinstance(nodes.get("error"), str) else 0
+    return 1 if doc["survivors"] or blind or node_failed or isinstance(nodes.get("error"), str) else 0

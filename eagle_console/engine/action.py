@@ -50,16 +50,19 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.flush()
             os.execvp(argv_exec[0], argv_exec)
         return int(builtin.run(ctx))
-    except (NotAvailable, BuiltinError) as exc:
-        print(f"{call.uses}: {exc}", flush=True)
-        return 1
-    except FileNotFoundError as exc:
-        print(f"{call.uses}: {exc}", flush=True)
-        return 1
+    except (NotAvailable, BuiltinError, FileNotFoundError) as exc:
+        return failed(f"{call.uses}: {exc}")
     except Exception:  # a bug in a built-in: the whole story belongs in the step log
         print(f"{call.uses}: internal error", flush=True)
         traceback.print_exc(file=sys.stdout)
         return 1
+
+
+def failed(why: str) -> int:
+    """Say why in the log, and once more as `::reason` for the run's record (the supervisor keeps it)."""
+    print(why, flush=True)
+    print("::reason " + " ".join(why.split()), flush=True)  # one line: the reason is a single journal field
+    return 1
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
     python -m eagle_console.engine.supervise SPEC.json [--detach]
 
 It starts the action (in a session of its own, output straight into the step's log), records `::result`
-lines, enforces the timeout on the whole session, checks readiness of services, runs the `check`, and
+lines (and keeps the last `::reason` line, a built-in's one-line why, for the run's reason if it fails), enforces the timeout on the whole session, checks readiness of services, runs the `check`, and
 records the exit in the journal. With --detach it forks once and the parent exits at once, so the
 console is never the parent of a supervisor (nor of an action): quitting the console, a SIGHUP of its
 terminal or a kill -9 of it leaves the run going.
@@ -31,6 +31,7 @@ from eagle_console.node.tail import NotRegularFile, open_regular
 from eagle_console.statedir import private_dirs
 
 RESULT_RE = re.compile(r"^::result\s+([A-Za-z0-9_.\-]+)=(.*)$")
+REASON_RE = re.compile(r"^::reason\s+(.+)$")  # a built-in's failure, for the run's reason (engine/action.py)
 POLL_S = 0.1
 TIMEOUT_EXIT = 124  # what timeout(1) reports for a command it stopped
 
@@ -75,6 +76,17 @@ def parse_result(line: str) -> tuple[str, float | str] | None:
         except ValueError:
             pass
     return m.group(1), raw
+
+
+def parse_reason(line: str) -> str | None:
+    """`::reason TEXT` → TEXT (what a failed built-in says went wrong)."""
+    m = REASON_RE.match(line.strip())
+    return m.group(1).strip() if m else None
+
+
+def failure_reason(code: int, said: str | None) -> str:
+    """`exit status 1: gpu.kill: cannot read the GPUs ...`: the exit, and why when the action said so."""
+    return describe_exit(code) + (f": {said}" if said else "")
 
 
 def describe_exit(code: int) -> str:
@@ -208,13 +220,15 @@ def run_action(spec: ActionSpec) -> int:
     sup.note(f"{journal.run_label(spec.run_id)} started at {time.strftime('%Y-%m-%d %H:%M:%S')}: "
              f"{' '.join(spec.argv)}")
     ready_seen = False
+    said: str | None = None  # the action's last `::reason`
     ready_re = re.compile(spec.ready.log) if spec.ready and spec.ready.log else None
 
     def on_line(line: str) -> None:
-        nonlocal ready_seen
+        nonlocal ready_seen, said
         res = parse_result(line)
         if res:
             journal.record_result(spec.step_id, spec.run_id, res[0], res[1])
+        said = parse_reason(line) or said
         if spec.service and not ready_seen and ready_re and ready_re.search(line):
             ready_seen = True
             journal.record_ready(spec.run_id, spec.step_id)
@@ -272,7 +286,7 @@ def run_action(spec: ActionSpec) -> int:
     if spec.service:
         return _service_ended(journal, sup, spec, rc, ready_seen)
     if rc != 0:
-        reason = describe_exit(rc)
+        reason = failure_reason(rc, said)
         sup.note(f"the action ended: {reason}")
         keep_exit(journal, spec.run_id, spec.step_id, exit_code=rc, outcome="failed", reason=reason,
                         step_status="failed")
@@ -359,14 +373,19 @@ def run_rollback(spec: RollbackSpec) -> int:
                 journal.record_proc(run_id, item.step_id, pid=child.pid, pid_ctime=create_time(child.pid),
                                     pgid=child.pid, sid=child.pid)
 
-                def on_line(line: str, step_id: str = item.step_id, rid: int = run_id) -> None:
+                said: list[str] = []  # the undo's last `::reason`
+
+                def on_line(line: str, step_id: str = item.step_id, rid: int = run_id,
+                            said: list[str] = said) -> None:
                     res = parse_result(line)
                     if res:
                         journal.record_result(step_id, rid, res[0], res[1])
+                    if (why := parse_reason(line)) is not None:
+                        said[:] = [why]
 
                 rc, stopped = sup.supervise(child, scanner, on_line, lambda: None, spec.grace_s)
                 if rc != 0 or stopped:
-                    ok, reason = False, stopped or describe_exit(rc)
+                    ok, reason = False, stopped or failure_reason(rc, said[0] if said else None)
         if not ok:
             sup.note(f"{item.step_id}: undo failed ({reason}); the rollback stops here and can be resumed")
             journal.end_run(run_id, item.step_id, exit_code=None, outcome="failed", reason=reason)

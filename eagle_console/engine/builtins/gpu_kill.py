@@ -26,6 +26,14 @@ def _int_list(value: Any, what: str) -> list[int] | None:
     return list(value)
 
 
+def unreadable(found: Any) -> str | None:
+    """Why the GPUs could not be read at all (no backend: no driver, NVML failing), else None. A backend
+    that answered with some queries failing can still be read: its error is only said in the log."""
+    if not found.unavailable:
+        return None
+    return f"cannot read the GPUs ({found.backend_name}): {found.error}"
+
+
 class GpuKill(Builtin):
     name = "gpu.kill"
     undo_marks = "killed processes cannot be brought back: marked rolled back (run it again to kill again)"
@@ -78,9 +86,15 @@ class GpuKill(Builtin):
             with orphans.scan(ctx.sim_dir, journal) as found:
                 if found.error:
                     ctx.say(f"GPU backend {found.backend_name}: {found.error}")
+                # No backend: only the /proc fd scan saw holders, and nothing can say their memory came
+                # back. The step fails (as `orphans --kill` exits 1), after killing what the scan found.
+                blind = unreadable(found)
                 targets = orphans.choose(found, scope, match, gpus)
                 self._say_holders(ctx, found.holders, {t.pid for t in targets}, found.refused)
                 if not targets:
+                    if blind:
+                        raise BuiltinError(f"{blind}; nothing was signalled, and holders only the driver "
+                                           f"sees may remain")
                     ctx.say(f"nothing to kill in scope {scope!r}")
                     ctx.result("killed", 0)
                     ctx.result("freed_mib", 0.0)
@@ -96,9 +110,13 @@ class GpuKill(Builtin):
         finally:
             journal.close()
         ctx.save("kill.json", record._asdict())
+        ctx.result("killed", len(record.killed))
+        if blind:  # no `freed_mib`: nothing measured it
+            ctx.say(f"killed {len(record.killed)}: {record.killed}; survivors {record.survivors}")
+            raise BuiltinError(f"{blind}; signalled {len(record.killed)} holder(s) of the device files "
+                               f"(survivors {record.survivors}), but whether the GPUs' memory came back is unknown")
         ctx.say(f"killed {len(record.killed)}: {record.killed}; freed {record.freed_total} MiB "
                 f"{record.freed_mib}; survivors {record.survivors}")
-        ctx.result("killed", len(record.killed))
         ctx.result("freed_mib", record.freed_total)
         for gpu, mib in record.freed_mib.items():
             ctx.result(f"freed_mib_gpu{gpu}", mib)

@@ -68,10 +68,12 @@ def _wait(ctx: ActionContext, name: str, backend: Any, sid: int | None, pgid: in
     said = ""
     while True:
         sample = backend.sample()
-        if sample.backend == "none":
-            ctx.say(f"{name}: no GPU backend here ({sample.error}); not waiting for memory release")
-            return 0
         mine = sorted(pid for pid in scan_device_files(backend.device_prefix) if in_session(pid, sid, pgid))
+        if sample.backend == "none":  # the release cannot be seen: the undo failed, it did not pass unseen
+            held = f"; pids {', '.join(map(str, mine))} of its session still hold a GPU file" if mine else ""
+            raise BuiltinError(f"cannot read the GPUs ({sample.backend}): {sample.error}; cannot tell whether "
+                               f"the server's GPU memory was released{held} (check with nvidia-smi, then "
+                               f"rollback --force)")
         over = {g.index: g.memory_used_mib - before[g.index] for g in sample.gpus
                 if g.index in before and g.memory_used_mib is not None
                 and g.memory_used_mib > before[g.index] + TOLERANCE_MIB}

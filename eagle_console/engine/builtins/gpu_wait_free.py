@@ -40,7 +40,7 @@ class GpuWaitFree(Builtin):
             while True:
                 sample = backend.sample()
                 if sample.backend == "none":
-                    raise BuiltinError(f"no GPUs to read: {sample.error}")
+                    raise BuiltinError(f"cannot read the GPUs ({sample.backend}): {sample.error}")
                 gpus = [g for g in sample.gpus if wanted is None or g.index in wanted]
                 missing = sorted(set(wanted or []) - {g.index for g in sample.gpus})
                 if missing:
