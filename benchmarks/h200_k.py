@@ -4,6 +4,9 @@ A launcher starts N torch workers (each holding G GiB) and is SIGKILLed: its wor
 (its parent, this script, alive) holds memory too. The console is opened on a one-step plan, `K` pressed,
 the preselection recorded, Enter pressed; then NVML says what was freed and ps what survived. Run it plain
 (NVML pids are ours) and inside `unshare --pid --fork --mount-proc` (NVML pids are the host's, as in LXC).
+LABEL `session`: the launcher and the live job are jobs of the console's own terminal session (a launcher
+started with `… &` from the operator's shell, then SIGKILLed), as issue 26 found them: the orphans are in
+the console's session and must still be killed, the live job (its parent alive) spared.
 Prints one JSON object. Usage (repo root, Textual importable): python3 benchmarks/h200_k.py LABEL [N] [G]
 """
 
@@ -70,6 +73,7 @@ async def press_k(app, out: dict) -> None:
         out["listed"] = [{"pid": h.pid, "cls": h.cls, "gpus": h.gpus, "used_mib": h.used_mib, "reason": h.reason,
                           "command": h.command[:60]} for h in screen.holders]
         out["preselected"] = sorted(screen.selected)
+        out["screen_choosing"] = screen_text(screen)
         await pilot.press("enter")
         end = time.monotonic() + 120
         while screen.state != "done":
@@ -77,6 +81,19 @@ async def press_k(app, out: dict) -> None:
                 raise SystemExit("kill never finished")
             await pilot.pause(0.2)
         out["record"] = screen.report._asdict()
+        out["screen_done"] = screen_text(screen)
+
+
+def screen_text(screen) -> list[str]:
+    """The K screen as the operator reads it: summary, one line per row, then the plan or the progress."""
+    from textual.widgets import DataTable
+
+    table = screen.query_one(DataTable)
+    lines = [str(screen.query_one("#kill-summary").render())]
+    lines += ["  ".join(str(c) for c in table.get_row_at(i)) for i in range(table.row_count)]
+    for part in ("#kill-plan", "#kill-progress"):
+        lines += [str(w.render()) for w in screen.query(part)]
+    return lines
 
 
 def main() -> int:
@@ -86,14 +103,16 @@ def main() -> int:
     os.environ.setdefault("EAGLE_CONSOLE_KILL_GRACE", "5")
     out: dict = {"label": label, "pid": os.getpid(), "pid_ns": os.readlink("/proc/self/ns/pid")}
     base = used_mib()
-    # Both in sessions of their own, as jobs started from another terminal are: the console never signals
-    # anything in its own session, so a job sharing it would survive for that reason alone.
+    # `session`: both are jobs of this terminal (the console's session), the launcher in a process group of
+    # its own as a job-control shell makes it; otherwise both in sessions of their own (another terminal).
+    own = label != "session"
     live = subprocess.Popen([sys.executable, "/tmp/holder.py", "2"], stdout=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=own)
     Path("/tmp/k_launcher.py").write_text(LAUNCHER)
     for i in range(n):
         Path(f"/tmp/k_worker{i}.out").unlink(missing_ok=True)
-    launcher = subprocess.Popen([sys.executable, "/tmp/k_launcher.py", str(n), gib], start_new_session=True)
+    launcher = subprocess.Popen([sys.executable, "/tmp/k_launcher.py", str(n), gib], start_new_session=own,
+                                preexec_fn=None if own else os.setpgrp)
     assert "allocated" in live.stdout.readline()
     wait_for(lambda: all(Path(f"/tmp/k_worker{i}.out").exists() and "allocated" in
                          Path(f"/tmp/k_worker{i}.out").read_text() for i in range(n)), 180, "workers")
@@ -102,7 +121,8 @@ def main() -> int:
     os.kill(launcher.pid, signal.SIGKILL)
     launcher.wait()
     time.sleep(0.5)
-    out.update(workers=workers, live_job=live.pid, workers_ppid=[psutil.Process(p).ppid() for p in workers],
+    out.update(workers=workers, live_job=live.pid, console_sid=os.getsid(0),
+               workers_sid=[os.getsid(p) for p in workers], workers_ppid=[psutil.Process(p).ppid() for p in workers],
                used_base=base, used_held=held)
     cli = subprocess.run([sys.executable, "-m", "eagle_console", "gpus", "--json"], capture_output=True, text=True)
     out["gpus_json_pid_namespace"] = json.loads(cli.stdout).get("pid_namespace") if cli.returncode == 0 else cli.stderr[-300:]
@@ -124,7 +144,9 @@ def main() -> int:
     out["workers_alive_after"] = [p for p in workers if _running(p)]
     out["workers_zombie_after"] = [p for p in workers if psutil.pid_exists(p) and not _running(p)]
     out["live_job_alive_after"] = live.poll() is None
-    out["exactly_the_workers"] = sorted(out["record"]["killed"]) == workers and out["preselected"] == workers
+    out["freed_mib_total"] = round(sum(out["record"]["freed_mib"].values()), 1)
+    out["exactly_the_workers"] = (sorted(out["record"]["killed"]) == workers
+                                  and sorted(map(int, out["preselected"])) == workers)
     live.kill()
     live.wait()
     print(json.dumps(out, indent=1, default=str))

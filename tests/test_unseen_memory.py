@@ -19,7 +19,7 @@ from eagle_console.sim.orphans import leave_orphans
 
 MIB = 1024 * 1024
 HIDDEN_GPU, HIDDEN_MIB = 3, 17386.0
-NOTE = "GPU 3: 17,386 MiB held by processes not visible here (another container or the host)"
+NOTE = "GPU 3: 17,386 MiB in use that no process here accounts for (another container or the host)"
 
 
 @pytest.fixture

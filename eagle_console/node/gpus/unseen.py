@@ -44,7 +44,9 @@ def unseen_by_gpu(sample: NodeSample) -> dict[int, float]:
 
 
 def unseen_note(index: int, mib: float) -> str:
-    return f"GPU {index}: {mib:,.0f} MiB held by processes not visible here (another container or the host)"
+    # "in use that no process here accounts for", not "held by N processes": the figure includes the driver's
+    # own share, and NVML does not say how many processes hold the rest
+    return f"GPU {index}: {mib:,.0f} MiB in use that no process here accounts for (another container or the host)"
 
 
 def unseen_notes(sample: NodeSample) -> list[str]:
