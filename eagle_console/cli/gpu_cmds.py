@@ -139,6 +139,7 @@ def cmd_orphans(args: argparse.Namespace) -> int:
     """Exit 1 when the GPUs could not be read (the listing may miss holders) or a process survived."""
     from eagle_console.node.kill import GraceError, resolve_grace, select_targets
     from eagle_console.ops import orphans
+    from eagle_console.ops.rank_sessions import scan_here
 
     if args.match and args.scope != "match":
         raise CliError("--match needs --scope match")
@@ -155,8 +156,10 @@ def cmd_orphans(args: argparse.Namespace) -> int:
     try:
         if address:
             doc["nodes"] = _orphans_on_nodes(args, address, grace, journal)
-        try:
-            found = orphans.scan(sim_dir(args), journal)
+        nodes = doc.get("nodes") or {}
+        here = next((n for n, e in nodes.items() if isinstance(e, dict) and e.get("this_machine")), None)
+        try:  # scan_here: a multi-node server's rank on this machine is its step's (tracked), not `other`
+            found = scan_here(sim_dir(args), journal, here)
         except Exception as exc:  # the backend failed outright: say so in the document, not as a traceback
             doc["error"] = f"cannot scan GPU holders: {exc}"
             return _finish(args, doc)

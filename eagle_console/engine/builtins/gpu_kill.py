@@ -60,6 +60,7 @@ class GpuKill(Builtin):
     def run(self, ctx: ActionContext) -> int:
         from eagle_console.node.kill import GraceError, resolve_grace
         from eagle_console.ops import orphans
+        from eagle_console.ops.rank_sessions import scan_here
 
         problems = self.validate(ctx.args)
         if problems:
@@ -75,7 +76,7 @@ class GpuKill(Builtin):
             raise BuiltinError(str(exc)) from None
         journal = ctx.journal()  # its runs are the tracked ones (the action does not load the plan)
         try:
-            with orphans.scan(ctx.sim_dir, journal) as found:
+            with scan_here(ctx.sim_dir, journal) as found:  # a multi-node server's rank here is its step's
                 if found.error:
                     ctx.say(f"GPU backend {found.backend_name}: {found.error}")
                 targets = orphans.choose(found, scope, match, gpus)

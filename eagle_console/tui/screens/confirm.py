@@ -38,6 +38,7 @@ def kill_preview(args: Mapping[str, Any], sim_dir: Path | None, journal: Journal
     """What the kill would do now: the processes in scope, MiB per GPU, the grace; those never signalled."""
     from eagle_console.node.kill import GraceError, resolve_grace
     from eagle_console.ops import orphans
+    from eagle_console.ops.rank_sessions import scan_here
 
     scope = args.get("scope", "orphans")
     match = args.get("match", [])
@@ -46,7 +47,7 @@ def kill_preview(args: Mapping[str, Any], sim_dir: Path | None, journal: Journal
         grace = f"{resolve_grace(args.get('grace'), '`grace`'):g}s"
     except GraceError as exc:
         grace = f"? ({exc})"
-    with orphans.scan(sim_dir, journal) as found:
+    with scan_here(sim_dir, journal) as found:  # a multi-node server's rank here is tracked, as in the kill
         chosen = orphans.choose(found, scope, match, args.get("gpus"))
     targets = [h for h in chosen if h.pid not in found.refused]
     lines = [f"scope {scope}" + (f" (match {', '.join(match)})" if match else "")

@@ -126,10 +126,10 @@ class KillScreen(ModalScreen[KillRecord | None]):
     # ---- scan ------------------------------------------------------------------------------------
 
     def _scan(self) -> None:
-        from eagle_console.ops import orphans
+        from eagle_console.ops.rank_sessions import scan_here
 
-        try:
-            self._found = orphans.scan(self.ctx.sim_dir, self.ctx.journal)
+        try:  # scan_here: a multi-node server's rank on this machine is its step's (tracked), not `other`
+            self._found = scan_here(self.ctx.sim_dir, self.ctx.journal)
         except Exception as exc:  # show it in the dialog instead of crashing the console
             self.app.call_from_thread(self._show_error, f"cannot scan GPU holders: {exc}")
             return
@@ -357,10 +357,10 @@ class KillScreen(ModalScreen[KillRecord | None]):
 
     def _left(self) -> list[Holder] | None:
         """Worker: the holders after the kill, scanned again (the dialog's first scan is history now)."""
-        from eagle_console.ops import orphans
+        from eagle_console.ops.rank_sessions import scan_here
 
         try:
-            with orphans.scan(self.ctx.sim_dir, self.ctx.journal) as after:
+            with scan_here(self.ctx.sim_dir, self.ctx.journal) as after:
                 return after.holders
         except Exception:  # the result stands; the summary says it could not count again
             return None
