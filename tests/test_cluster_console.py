@@ -50,6 +50,8 @@ def test_gpus_pane_sections_and_k_kills_orphans_on_both_nodes(ray_cluster, tmp_p
         await until(pilot, lambda: screen.state == "done", timeout=60, what="the kill on both nodes")
         result = str(screen.query_one("#kill-progress").render())
         assert f"node a: killed 1: {pids['a'][0]}" in result and f"node b: killed 1: {pids['b'][0]}" in result, result
+        summary = str(screen.query_one("#kill-summary").render())  # both nodes' kills counted (issue 26)
+        assert re.match(r"after the kill: 2 killed · 2\d{3} MiB freed", summary), summary
 
     with orphans_on(ray_cluster) as pids:
         drive(app, scenario, size=(120, 50))
@@ -213,3 +215,34 @@ def test_the_console_on_node_a_shows_and_kills_its_gpus_once(ray_cluster, tmp_pa
     finally:
         if running(orphan):
             os.kill(orphan, signal.SIGKILL)
+
+
+def test_k_on_node_a_counts_both_nodes_in_its_header_and_totals(ray_cluster, tmp_path):
+    """Issue 26: the console on node a (as `demo --nodes 2`) kills one orphan here and one on node b; the
+    summary said "1 killed · 1000 MiB" (this machine's record only) and the header "1 GPU holders"."""
+    from eagle_console.tui.screens.kill import KillScreen
+
+    app, _journal = open_app(cluster_plan(tmp_path, ray_cluster, STEP), sim_dir=ray_cluster.nodes["a"].sim)
+
+    async def scenario(pilot):
+        await until(pilot, lambda: "node a is this machine" in screen_text(app), timeout=60,
+                    what="node a recognised as this machine")
+        await pilot.press("K")
+        await until(pilot, lambda: isinstance(app.screen, KillScreen) and app.screen.state == "choosing",
+                    timeout=60, what="the kill dialog's scan")
+        screen = app.screen
+        assert {str(pids["a"][0]), f"b:{pids['b'][0]}"} <= screen.selected
+        header = str(screen.query_one("#kill-summary").render())
+        assert header.startswith(f"{len(screen.rows)} GPU holders (this machine 1, node b 1)"), header
+        await pilot.press("enter")
+        await until(pilot, lambda: screen.state == "done", timeout=60, what="the kill on both nodes")
+        summary = str(screen.query_one("#kill-summary").render())
+        local = screen.report.freed_total  # this machine's record; node b's MiB are on its own line
+        node_b = float(re.search(r"node b: killed 1: \d+ · freed (\d+) MiB",
+                                 str(screen.query_one("#kill-progress").render())).group(1))
+        assert local >= 1000 and node_b >= 1000, (local, node_b)
+        assert summary.startswith(f"after the kill: 2 killed · {local + node_b:.0f} MiB freed · "), summary
+
+    with orphans_on(ray_cluster) as pids:
+        drive(app, scenario, size=(120, 50))
+        assert not any(running(p[0]) for p in pids.values())

@@ -117,3 +117,48 @@ def test_a_plan_with_cluster_picks_the_ray_runner_by_itself(tmp_path, ray_cluste
     assert isinstance(runner, RayRunner) and runner.forward == {"NCCL_SOCKET_IFNAME": "eth0"}
     assert runner.path_exists("b", str(ray_cluster.nodes["b"].sim)) and not runner.path_exists("b", "/no/such")
     assert isinstance(runner_from_env({}), LocalRunner)  # no [cluster]: the local runner, Ray untouched
+
+
+def test_every_rank_of_a_two_node_server_is_tracked_by_its_step_on_both_nodes(demo_plan, ray_cluster, tmp_path):
+    """Issue 26: each rank runs in a session of its own on its node (its Ray job's), so its schedulers were
+    `other`, owner none, on both nodes: in `orphans PLAN` and in the console's GPUs pane, on the node that is
+    this machine (its local scan) and on the others (their agents)."""
+    import json
+
+    from tuikit import drive, open_app, until
+
+    from eagle_console.tui.panes.gpu_nodes import NodeSections
+
+    plan, sims = demo_plan
+    out = cli("run", plan, "0.1", "--wait", timeout=240)
+    assert out.returncode == 0, out.stdout + out.stderr
+    schedulers = {n: sorted(h.pid for h in gpustate.holders(sims[n])) for n in ("a", "b")}
+    assert all(len(p) == 2 for p in schedulers.values()), schedulers
+
+    def classes(holders):
+        return {h["pid"]: (h["class"], h["owner"]) for h in holders}
+
+    tracked = {n: {pid: ("tracked", "0.1") for pid in schedulers[n]} for n in ("a", "b")}
+    # the CLI on node a: a's holders by this machine's scan, b's by its agent
+    doc = json.loads(cli("orphans", plan, "--sim", sims["a"], "--json").stdout)
+    assert doc["nodes"]["a"]["this_machine"], doc["nodes"]
+    assert classes(doc["holders"]) == tracked["a"], doc["holders"]
+    assert classes(doc["nodes"]["b"]["holders"]) == tracked["b"], doc["nodes"]["b"]
+    # the CLI on no node of the cluster: both nodes' holders by their agents
+    elsewhere = tmp_path / "elsewhere"
+    gpustate.create_node(elsewhere, gpus=1)
+    doc = json.loads(cli("orphans", plan, "--sim", elsewhere, "--json").stdout)
+    assert {n: classes(doc["nodes"][n]["holders"]) for n in ("a", "b")} == tracked, doc["nodes"]
+
+    app, _journal = open_app(plan, sim_dir=sims["a"])  # the console on node a, as `demo --nodes 2` runs it
+    seen = {}
+
+    async def scenario(pilot):
+        sections = app.query_one(NodeSections)
+        await until(pilot, lambda: app.ctx.gpus is not None and any(e.get("holders") for e in sections.entries),
+                    timeout=60, what="this machine's GPUs and node b's holders read")
+        seen["a"] = {h.pid: (h.cls, h.owner) for h in app.ctx.gpus.holders}
+        seen["b"] = classes(next(e for e in sections.entries if e["name"] == "b")["holders"])
+
+    drive(app, scenario, size=(120, 50))
+    assert seen == tracked, seen

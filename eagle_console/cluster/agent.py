@@ -66,11 +66,12 @@ class NodeAgent:
         """The node's `gpus --json` document (cli.md) with its holders, taken now."""
         from eagle_console.node.gpus import open_backend
         from eagle_console.node.procs import gpus_document, scan_node
+        from eagle_console.ops.rank_sessions import judged_here
 
         backend = open_backend(self._sim())
         try:
             sample = backend.sample()
-            scan = scan_node(sample, tracked or [], device_prefix=backend.device_prefix)
+            scan = scan_node(sample, judged_here(tracked or []), device_prefix=backend.device_prefix)
         finally:
             backend.close()
         doc = gpus_document(sample, scan.holders, scan.pid_namespace)
@@ -84,8 +85,10 @@ class NodeAgent:
         """Scan, choose (`pids` narrows it to what the operator ticked) and kill here; the record as a dict
         (the console journals it: the journal is one file on the console's machine)."""
         from eagle_console.ops import orphans
+        from eagle_console.ops.rank_sessions import judged_here
 
-        with orphans.scan(self._sim(), tracked=tracked) as found:  # the console's runs here are the tracked
+        # the console's runs and rank sessions here are the tracked; whether their leaders run is judged here
+        with orphans.scan(self._sim(), tracked=judged_here(tracked or [])) as found:  # the console's runs here are the tracked
             # the console's hand-picked pids (scope "selected") are chosen among all holders, then narrowed
             targets = orphans.choose(found, "all" if scope == orphans.SELECTED else scope, match)
             if pids is not None:

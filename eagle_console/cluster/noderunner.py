@@ -37,6 +37,7 @@ class RayRunner:
         self._known: set[str] = set()
         self._asked: dict[str, float] = {}  # job id -> when poll last asked Ray
         self._ended: dict[str, int] = {}  # job id -> exit code, once terminal
+        self._sessions: dict[str, dict[str, Any]] = {}  # job id -> the rank's `proc` event, once seen
 
     # -- questions about a node, answered by its agent ------------------------------------------------------
 
@@ -96,12 +97,23 @@ class RayRunner:
         return RankProcess(node=node, rank=rank, ref={"job_id": job_id, "address": self.cluster}, log=str(log))
 
     def _copy_log(self, proc: RankProcess, final: bool) -> None:
-        """The rank's job log into its log file; `final`: the job is over, its last line is whole."""
+        """The rank's job log into its log file; `final`: the job is over, its last line is whole. The
+        wrapper's `proc` event (the rank's session on its node) is kept for `session`."""
         try:
             text = self._client().get_job_logs(proc.ref["job_id"])
         except Exception:  # noqa: BLE001 - the node's agent gone: the copy stays as it was
             return
-        copy_job_log(split_log(text if final else whole_lines(text))[0], Path(proc.log))
+        lines, events = split_log(text if final else whole_lines(text))
+        copy_job_log(lines, Path(proc.log))
+        event = next((e for e in events if e.get("kind") == "proc" and e.get("pid")), None)
+        if event is not None:
+            self._sessions.setdefault(proc.ref["job_id"], event)
+
+    def session(self, proc: RankProcess) -> dict[str, Any] | None:
+        """The rank's session on its node, {"pid", "ctime"} of its leader (sid == pid), once `poll` saw the
+        wrapper report it; None before. No call to the head: poll already reads the job's log."""
+        event = self._sessions.get(proc.ref["job_id"])
+        return None if event is None else {"pid": int(event["pid"]), "ctime": event.get("pid_ctime")}
 
     def rank_pid(self, proc: RankProcess) -> dict[str, Any] | None:
         """The rank's pids on its node (the wrapper's `proc` event), once it reported them."""

@@ -64,7 +64,7 @@ def gpus_of(entry: dict[str, Any]) -> list[GpuSample]:
     return [GpuSample(**{k: v for k, v in g.items() if k in keys}) for g in entry.get("gpus") or []]
 
 
-def tracked_on(journal: Journal | None, node: str) -> list:
+def node_runs(journal: Journal | None, node: str) -> list:
     """The journal's runs on `node` that have a session there (their pids are that node's)."""
     from eagle_console.node.procs import TrackedRun
 
@@ -73,6 +73,15 @@ def tracked_on(journal: Journal | None, node: str) -> list:
     return [TrackedRun(step_id=r.step_id, run_id=r.id, sid=r.sid, main_pid=r.pid, main_alive=r.ended is None,
                        main_ctime=r.pid_ctime, ended=r.ended)
             for r in journal.runs() if r.node == node and r.sid and r.pid]
+
+
+def tracked_on(journal: Journal | None, node: str) -> list:
+    """What `node`'s agent classifies by: the runs on it, and the sessions of the multi-node ranks on it
+    (ops.rank_sessions: a rank's session is its own, not its step's run's). The agent judges there whether
+    each leader still runs."""
+    from eagle_console.ops.rank_sessions import rank_sessions
+
+    return node_runs(journal, node) + [s.run for s in rank_sessions(journal) if s.on_ray and s.node == node]
 
 
 def read_nodes(address: str, journal: Journal | None = None,

@@ -21,7 +21,7 @@ from eagle_console.node.kill import (
     refusal,
     select_targets,
 )
-from eagle_console.node.procs import Holder, scan_holders, tracked_runs
+from eagle_console.node.procs import Holder, scan_holders
 
 if TYPE_CHECKING:
     from eagle_console.journal import Event, Journal
@@ -61,16 +61,20 @@ class HolderScan:
 
 
 def scan(sim_dir: Path | None, journal: Journal | None = None,
-         tracked: list[TrackedRun] | None = None) -> HolderScan:
-    """Sample the GPUs and classify their holders against the journal's tracked runs, or against `tracked`
-    without a journal (a cluster node's agent: the console's runs on that node)."""
+         tracked: list[TrackedRun] | None = None, here: str | None = None) -> HolderScan:
+    """Sample the GPUs and classify their holders against this machine's tracked runs (the journal's, and a
+    multi-node server's rank sessions here: ops.rank_sessions.tracked_here; `here` names the cluster node
+    that is this machine, when known), or against `tracked` without a journal (a cluster node's agent: the
+    console's runs on that node)."""
     from eagle_console.node.gpus import open_backend
 
     backend = open_backend(sim_dir)
     try:
         sample = backend.sample()
         if journal is not None:
-            tracked = tracked_runs(journal)
+            from eagle_console.ops.rank_sessions import tracked_here
+
+            tracked = tracked_here(journal, here)
         holders = scan_holders(sample, tracked or [], device_prefix=backend.device_prefix)
         supervisors = journal_supervisors(journal) if journal is not None else frozenset()
         protected = protection(supervisors)

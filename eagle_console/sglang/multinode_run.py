@@ -18,6 +18,7 @@ import os
 import signal
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 from eagle_console.sglang.noderunner import NodeRunner, RankProcess, runner_from_env
@@ -47,6 +48,24 @@ def load_ranks(artifacts: Path) -> list[RankProcess]:
         return [RankProcess.from_json(r) for r in json.loads((artifacts / RANKS_FILE).read_text())]
     except (OSError, ValueError, KeyError, TypeError):
         return []
+
+
+def record_sessions(runner: NodeRunner, ranks: list[RankProcess]) -> bool:
+    """Put each rank's session ({"pid", "ctime"} of its leader on its node) in its `ref` once the runner knows
+    it (a Ray rank: from its job's log; the local runner's ref has it from the start): the console tracks the
+    rank's processes on its node by that session (ops/rank_sessions.py). True when a rank gained one."""
+    session = getattr(runner, "session", None)
+    if session is None:
+        return False
+    changed = False
+    for i, r in enumerate(ranks):
+        if r.ref.get("pid"):
+            continue
+        found = session(r)
+        if found:
+            ranks[i] = replace(r, ref={**r.ref, "pid": found["pid"], "ctime": found.get("ctime")})
+            changed = True
+    return changed
 
 
 def stop_all(runner: NodeRunner, ranks: list[RankProcess], grace_s: float) -> None:
@@ -100,6 +119,8 @@ def run(launches: list[dict], artifacts: Path, grace_s: float, runner: NodeRunne
             if code is not None:
                 ended = (r, code)
                 break
+        if record_sessions(runner, ranks):
+            save_ranks(artifacts, ranks)
         if ended:
             break
     copy.pump()

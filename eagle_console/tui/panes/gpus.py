@@ -40,10 +40,11 @@ class GpuReading(NamedTuple):
 
 def read_gpus(backend: GpuBackend, ctx: ConsoleContext, links: LinkCache | None = None) -> GpuReading:
     """One blocking reading: the backend's sample plus the classified holders (runs in a worker)."""
-    from eagle_console.node.procs import scan_node, tracked_runs
+    from eagle_console.node.procs import scan_node
+    from eagle_console.ops.rank_sessions import tracked_here
 
-    sample = backend.sample()
-    scan = scan_node(sample, tracked_runs(ctx.journal), device_prefix=backend.device_prefix, links=links)
+    sample = backend.sample()  # tracked_here: a multi-node server's rank here is its step's, not `other`
+    scan = scan_node(sample, tracked_here(ctx.journal), device_prefix=backend.device_prefix, links=links)
     return GpuReading(sample, scan.holders, scan.pid_namespace)
 
 

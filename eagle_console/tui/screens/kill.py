@@ -129,7 +129,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
     def _scan(self) -> None:
         from eagle_console.ops import orphans
 
-        try:
+        try:  # a multi-node server's rank on this machine is its step's (tracked), not `other`
             self._found = orphans.scan(self.ctx.sim_dir, self.ctx.journal)
         except Exception as exc:  # show it in the dialog instead of crashing the console
             self.app.call_from_thread(self._show_error, f"cannot scan GPU holders: {exc}")
@@ -191,10 +191,15 @@ class KillScreen(ModalScreen[KillRecord | None]):
         self.state = "choosing"
         by_gpu = memory_by_gpu(holders)
         mem = ", ".join(f"GPU {g}: {mib:.0f} MiB" for g, mib in sorted(by_gpu.items())) or "no GPU memory held"
-        summary = f"{len(holders)} GPU holders · {mem}"
-        remote = len(self.rows) - len(holders)
+        total = len(self.rows)  # every node's holders (issue 26: the header counted this machine's only)
+        summary = f"{total} GPU holder{'s' if total != 1 else ''} · {mem}"
         if nodes:
-            summary = f"this machine: {summary} · cluster nodes: {remote} GPU holder{'s' if remote != 1 else ''}"
+            per_node: dict[str, int] = {}
+            for node, _h in self.rows:
+                if node is not None:
+                    per_node[node] = per_node.get(node, 0) + 1
+            where = ", ".join([f"this machine {len(holders)}"] + [f"node {n} {c}" for n, c in sorted(per_node.items())])
+            summary = f"{total} GPU holder{'s' if total != 1 else ''} ({where}) · this machine: {mem}"
         if note:
             summary += f" · {note}"
         if not self.rows:
@@ -382,10 +387,8 @@ class KillScreen(ModalScreen[KillRecord | None]):
         if nodes:
             shown = remote_text(nodes) if record is None and not error else shown + Text("\n") + remote_text(nodes)
         progress.update(shown)
-        if record is not None:
-            self.query_one("#kill-summary", Static).update(left_text(record, left))
-        elif nodes:
-            self.query_one("#kill-summary", Static).update("after the kill: see each node's line above")
+        if record is not None or nodes:  # the totals count every node's kill (issue 26)
+            self.query_one("#kill-summary", Static).update(left_text(record, left, nodes))
         self.query_one("#kill-hint", Static).update("enter / esc close")
         self.call_after_refresh(self._fit)
         killed = [row_key(None, pid) for pid in (record.killed if record is not None else [])]

@@ -28,10 +28,29 @@ def result_text(record: KillRecord) -> Text:
     return out
 
 
-def left_text(record: KillRecord, left: list[Holder] | None) -> Text:
+def kill_totals(record: KillRecord | None, nodes: dict[str, dict[str, Any]] | None) -> tuple[int, float]:
+    """(processes killed, MiB freed) of this machine's kill and every cluster node's (issue 26: the summary
+    counted this machine's record only)."""
+    killed = len(record.killed) if record is not None else 0
+    freed = record.freed_total if record is not None else 0.0
+    for r in (nodes or {}).values():
+        if not r.get("error"):
+            killed += len(r.get("killed") or [])
+            freed += sum((r.get("freed_mib") or {}).values())
+    return killed, freed
+
+
+def left_text(record: KillRecord | None, left: list[Holder] | None,
+              nodes: dict[str, dict[str, Any]] | None = None) -> Text:
     """The summary once the kill is done: counted again after it, never the counts from before (issue #17).
-    `left` is a fresh scan's holders, None when that scan failed."""
-    head = f"after the kill: {len(record.killed)} killed · {record.freed_total:.0f} MiB freed · "
+    `left` is a fresh scan's holders, None when that scan failed; `nodes` the cluster nodes' kills, whose
+    processes and MiB count in the totals (what is left there is on each node's line)."""
+    killed, freed = kill_totals(record, nodes)
+    head = f"after the kill: {killed} killed · {freed:.0f} MiB freed · "
+    if record is None:
+        return Text(head + "see each node's line above", style="bold")
+    if nodes:
+        head += "this machine: "
     if left is None:
         return Text(head + "could not scan again: see the GPUs pane", style=tstyle("ec.warn"))
     if not left:

@@ -1,0 +1,80 @@
+"""A multi-node server's ranks as tracked runs of its step, on every node (issue 26).
+
+A multi-node `sglang.server` run is the ranks service on the console's machine; the journal knows its
+session only. Each rank runs in a session of its own on its node (a Ray job's `cluster.rank_session`
+wrapper, or the local runner's child), which the service records in `<state>/artifacts/<step>/ranks.json`
+with its leader's pid and create time once known (sglang/multinode_run.record_sessions). Without these the
+ranks' schedulers were `other` on every node. A rank's session is a TrackedRun of the step's latest run:
+tracked while that run is live and the rank's leader runs, orphaned (owner the step) once either ended.
+
+ops.orphans.scan classifies this machine's holders with `tracked_here`, for every face; a node's agent gets
+its node's rank sessions from ops.nodes.tracked_on and judges their leaders there (cluster/agent.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from eagle_console.node.procs import TrackedRun, tracked_runs
+
+if TYPE_CHECKING:
+    from eagle_console.journal import Journal
+
+
+@dataclass(frozen=True)
+class RankSession:
+    node: str
+    on_ray: bool  # a Ray job: its pid is its node's; else the local runner's child, a process of this machine
+    run: TrackedRun
+
+
+def rank_sessions(journal: Journal | None) -> list[RankSession]:
+    """Every recorded rank session of the journal's multi-node steps (their latest run each); main_alive is
+    the run's liveness only: whether the rank's leader runs can only be judged on its node."""
+    from eagle_console.sglang.multinode_run import RANKS_FILE, load_ranks
+
+    if journal is None:
+        return []
+    out: list[RankSession] = []
+    for record in sorted((Path(journal.path).parent / "artifacts").glob(f"*/{RANKS_FILE}")):
+        run = journal.latest_run(record.parent.name)
+        if run is None:
+            continue
+        for r in load_ranks(record.parent):
+            pid = r.ref.get("pid")
+            if not pid:
+                continue  # a Ray rank whose wrapper has not reported yet
+            out.append(RankSession(r.node, "job_id" in r.ref, TrackedRun(
+                step_id=run.step_id, run_id=run.id, sid=int(pid), main_pid=int(pid), main_alive=run.ended is None,
+                main_ctime=r.ref.get("ctime"), ended=run.ended)))
+    return out
+
+
+def judged_here(runs: list[TrackedRun]) -> list[TrackedRun]:
+    """`runs` with main_alive judged on this machine (their pids are its): a live run whose leader is gone
+    leaves its processes orphaned, as node.procs.tracked_runs says of this machine's runs."""
+    from dataclasses import replace
+
+    from eagle_console.engine.procs import alive
+
+    return [replace(t, main_alive=t.main_alive and alive(t.main_pid, t.main_ctime)) for t in runs]
+
+
+def tracked_here(journal: Journal | None, here: str | None = None) -> list[TrackedRun]:
+    """This machine's tracked runs: the journal's (node.procs.tracked_runs), the runs and rank sessions of
+    `here` (the cluster node that is this machine, when known), the local runner's ranks, and any Ray rank
+    whose leader runs here (the same pid *and* create time: no other machine's process)."""
+    from eagle_console.engine.procs import alive
+
+    if journal is None:
+        return []
+    from eagle_console.ops.nodes import node_runs
+
+    mine = tracked_runs(journal)
+    extra = node_runs(journal, here) if here else []
+    for s in rank_sessions(journal):
+        if not s.on_ray or s.node == here or alive(s.run.main_pid, s.run.main_ctime):
+            extra.append(s.run)
+    return mine + judged_here(extra)
