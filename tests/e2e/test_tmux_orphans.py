@@ -10,6 +10,7 @@ import re
 import shlex
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -40,8 +41,15 @@ def test_k_in_tmux_kills_the_orphans_the_consoles_own_shell_left_and_spares_its_
         live = int((root / "live.pid").read_text())
         term.wait(rf"\b{live}\b", 20)  # the GPUs pane lists the live job: every holder is up
         term.keys("K")
-        screen = term.wait(r"Enter sends SIGTERM to 4 process\(es\)", 20)
-        rows = {m[2]: line for line in screen.splitlines() if (m := re.search(r"(\[x\]|✗)\s+(\d+)\s", line))}
+        term.wait(r"Enter sends SIGTERM to 4 process\(es\)", 20)
+        want = {str(p) for p in [*left, live]}
+        deadline = time.monotonic() + 20
+        while True:  # the table may be drawn a frame after the line under it
+            screen = term.screen()
+            rows = {m[2]: line for line in screen.splitlines() if (m := re.search(r"(\[x\]|✗)\s+(\d+)\s", line))}
+            if want <= set(rows) or time.monotonic() > deadline:
+                break
+            time.sleep(0.25)
         for pid in left:
             assert "started from this terminal" in rows[str(pid)], screen
         assert "a live job of the console's terminal" in rows[str(live)], screen
