@@ -35,7 +35,8 @@ def alive(pid: int) -> bool:
 
 
 def live_job_reason(parent: int) -> str:
-    """Under `docker exec` without a tty (CI) the session's leader is outside the PID namespace: "maybe"."""
+    """This test process's live job: under `docker exec` without a tty (CI) its session's leader is outside
+    the PID namespace, and the refusal can only say "maybe"."""
     return (MAYBE_LIVE_JOB if os.getsid(0) == 0 else LIVE_JOB).format(ppid=parent)
 
 
@@ -84,7 +85,8 @@ def test_orphans_kill_from_the_operators_shell_kills_every_orphan_and_spares_its
     # the live job: its parent (the shell) was alive when the CLI ran, so it is not an orphan, and it shares
     # the CLI's terminal, so it is never signalled
     assert holders[live]["class"] == "other" and holders[live]["same_session"] is True
-    assert holders[live]["reason"] == "not signalled: " + live_job_reason(shell_pid)
+    # the shell leads a session of its own, inside this PID namespace: never the "maybe" case
+    assert holders[live]["reason"] == "not signalled: " + LIVE_JOB.format(ppid=shell_pid)
     assert alive(live)
     assert {h.pid for h in gpustate.holders(sim)} == {live}
 
@@ -169,3 +171,59 @@ def test_k_preselects_orphans_of_the_consoles_own_terminal_and_refuses_its_live_
     asyncio.run(main())
     assert not any(alive(p) for p in orphans)
     assert live.poll() is None
+
+
+KILL_STEP_PLAN = """
+[[phase]]
+id = "0"
+title = "P"
+  [[phase.step]]
+  id = "0.1"
+  title = "Kill GPU processes"
+  uses = "gpu.kill"
+  with = {{ scope = "{scope}", grace = "1s" }}
+  confirm = false
+"""
+STEP_SHELL = """
+{py} -m eagle_console.sim.orphans leave --sim {sim} --way session --count 2 --mib 1000 --gpus 2,4 > {tmp}/left.json
+{py} -m eagle_console.sim.orphans worker --sim {sim} --gpu {gpu} --mib {mib} > {tmp}/live.out 2>&1 &
+echo "$! $$" > {tmp}/live.pid
+for i in $(seq 400); do grep -q holding {tmp}/live.out && break; sleep 0.05; done
+{py} -m eagle_console run {plan} 0.1 --yes --wait > {tmp}/run.out 2>&1; echo $? > {tmp}/run.rc
+"""
+
+
+@pytest.mark.parametrize("scope", ["orphans", "all"])
+def test_a_gpu_kill_step_run_from_the_operators_shell_kills_its_orphans_and_spares_its_live_job(
+        tmp_path, sim, scope, request, monkeypatch):
+    """Step 0.1 started with `run --wait` from the shell that left the orphans: its action runs under a
+    supervisor in a session of its own, but the CLI's session is protected; only its live job, not its
+    orphans (before, the orphans were refused and the step completed having killed nothing)."""
+    from enginekit import write_plan
+
+    from eagle_console.journal import Journal
+    from eagle_console.ops.orphans import KillRecord
+    from eagle_console.plan.loader import load_plan
+
+    monkeypatch.setenv("EAGLE_CONSOLE_SIM", str(sim))
+    plan = write_plan(tmp_path, KILL_STEP_PLAN.format(scope=scope))
+    script = STEP_SHELL.format(py=sys.executable, sim=sim, tmp=tmp_path, gpu=LIVE_JOB_GPU, mib=LIVE_JOB_MIB,
+                               plan=plan)
+    with open(tmp_path / "shell.err", "w") as err:
+        subprocess.run(["bash", "-c", script], stdout=subprocess.DEVNULL, stderr=err, timeout=120,
+                       start_new_session=True, stdin=subprocess.DEVNULL)
+    left = json.loads((tmp_path / "left.json").read_text())
+    live, shell_pid = map(int, (tmp_path / "live.pid").read_text().split())
+    request.addfinalizer(lambda: stop_pids([*left["pids"], live]))
+    assert (tmp_path / "run.rc").read_text().strip() == "0", (tmp_path / "run.out").read_text()
+    journal = Journal.for_plan(load_plan(plan))
+    try:
+        (event,) = [e for e in journal.events() if e.kind == "kill"]
+    finally:
+        journal.close()
+    record = KillRecord.from_event(event)
+    assert sorted(record.killed) == sorted(left["pids"]) and record.freed_mib == {"2": 1000.0, "4": 1000.0}
+    refused = {r["pid"]: r["reason"] for r in record.refused}
+    if scope == "all":  # the live job is in scope and refused; with `orphans` it is not even chosen
+        assert refused[live] == LIVE_JOB.format(ppid=shell_pid)
+    assert alive(live) and not any(alive(p) for p in left["pids"])
