@@ -72,8 +72,8 @@ def _wait(ctx: ActionContext, name: str, backend: Any, sid: int | None, pgid: in
         if sample.backend == "none":  # the release cannot be seen: the undo failed, it did not pass unseen
             held = f"; pids {', '.join(map(str, mine))} of its session still hold a GPU file" if mine else ""
             raise BuiltinError(f"cannot read the GPUs ({sample.backend}): {sample.error}; cannot tell whether "
-                               f"the server's GPU memory was released{held} (check with nvidia-smi, then "
-                               f"rollback --force)")
+                               f"the server's GPU memory was released{held} (check with nvidia-smi, then force "
+                               f"the rollback)")
         over = {g.index: g.memory_used_mib - before[g.index] for g in sample.gpus
                 if g.index in before and g.memory_used_mib is not None
                 and g.memory_used_mib > before[g.index] + TOLERANCE_MIB}
