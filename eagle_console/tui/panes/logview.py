@@ -39,7 +39,11 @@ def compile_filter(text: str) -> tuple[re.Pattern[str] | None, bool]:
 class LogLines(ScrollView, can_focus=True):
     """The visible rows of a bounded line buffer; `styler(line)` colours a line (errors, stages)."""
 
-    DEFAULT_CSS = "LogLines { height: 1fr; }"
+    # The gutter is kept for the scrollbar even while none is shown: wrapped rows are cut to the width inside
+    # it, and a width that changed with the scrollbar left an index built for the old one (issue 26: a log
+    # long enough to bring in the scrollbar narrowed the pane by 2 cells after the rows were counted, and
+    # every row drew blank until a resize rebuilt them).
+    DEFAULT_CSS = "LogLines { height: 1fr; scrollbar-gutter: stable; }"
     BINDINGS = [
         Binding("up", "scroll_up", "Up", show=False),
         Binding("down", "scroll_down", "Down", show=False),
@@ -87,6 +91,7 @@ class LogLines(ScrollView, can_focus=True):
         return self.scrollable_content_region.width
 
     def _resize(self) -> None:
+        self.styles.overflow_x = "hidden" if self.wrap else "auto"  # wrapped rows never need to scroll sideways
         if self.wrap and self._wrap_width() == 0:
             self.virtual_size = Size(0, len(self.lines))
         elif self.wrap:
