@@ -55,3 +55,59 @@ def test_output_tab_shows_the_log_of_the_step_just_run(demo_dir, size):
         assert "::result killed=2" in pane, screen
     finally:
         term.close()
+
+
+CJK = "模型回答：我们的模型支持中文输出，这是一个很长的句子用于测试换行是否正确。"
+WIDE_PLAN = f"""[plan]
+id = "wide"
+title = "wide characters"
+
+[[phase]]
+id = "0"
+title = "wide"
+
+[[phase.step]]
+id = "0.1"
+title = "print wide lines"
+run = "echo '{CJK * 3}'; echo 'mixed {CJK}'; echo 'ascii after'"
+"""
+
+
+def cells_between(line: str, start: int, end: int) -> str:
+    from rich.cells import cell_len
+
+    out, used = [], 0
+    for char in line:
+        if start <= used < end:
+            out.append(char)
+        used += cell_len(char)
+    return "".join(out)
+
+
+def test_a_cjk_log_line_wraps_inside_its_pane_at_80x24(tmp_path):
+    """Counted in characters, a row of CJK text was twice the pane's width: the terminal wrapped it onto the
+    next screen line, over the Step pane's left border and text."""
+    from rich.cells import cell_len
+
+    plan = tmp_path / "plan.toml"
+    plan.write_text(WIDE_PLAN)
+    cmd = (f"cd {tmp_path} && env PYTHONPATH={REPO} EAGLE_CONSOLE_GPU_BACKEND=none TERM=xterm-256color "
+           f"{sys.executable} -m eagle_console tui {plan}")
+    term = Term(cmd, (80, 24), patience=2.0)
+    try:
+        term.wait(r"print wide lines", 30)
+        term.keys("n")  # the next step: 0.1
+        term.wait(step_done("0.1"), 30)
+        screen = term.wait(r"│ascii after", 10)  # the log's row, right of the Step pane's border
+        lines = screen.splitlines()
+        strip = next(i for i, s in enumerate(lines) if "Output" in s and "NCCL" in s)
+        left = cell_len(lines[strip][:lines[strip].index("│", 1) + 1])  # the log starts right of the Step pane
+        status = next(i for i, s in enumerate(lines) if "following ·" in s)
+        pane = lines[strip + 1:status]  # the log's rows, beside the Step pane's
+        for line in pane:
+            assert cell_len(line) <= 80, screen
+            assert line.startswith(("│", "╰")) and cells_between(line, left - 1, left) in "│╯", screen
+        log = "".join(cells_between(s, left, 80 - 2).rstrip() for s in pane)  # 2: the scrollbar's gutter
+        assert f"mixed {CJK}ascii after" in log, screen
+    finally:
+        term.close()
