@@ -19,8 +19,12 @@ class Term:
         self.name = f"{prefix}-{uuid.uuid4().hex[:8]}"
         self.size = size
         self.poll_s, self.key_pause_s, self.patience = poll_s, key_pause_s, patience
+        # COLUMNS/LINES in the environment win over the terminal's size (Python's shutil.get_terminal_size,
+        # which Textual asks): a pytest process exports 80x24 (readline sets them in the C environment, which
+        # a child inherits), so a "120x40" console drew itself at 80x24 and never followed the resize.
         if env:
             command = "env " + " ".join(f"{k}={v}" for k, v in env.items()) + f" {command}"
+        command = f"unset COLUMNS LINES; {command}"  # tmux runs it with sh -c
         w, h = size
         subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(w), "-y", str(h), command],
                        check=True)

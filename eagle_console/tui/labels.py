@@ -6,6 +6,7 @@ from typing import Any
 
 from rich.text import Text
 
+from eagle_console.tui import cells
 from eagle_console.tui.theme import tstyle
 
 GLYPHS = {
@@ -31,9 +32,8 @@ def elapsed_text(seconds: float) -> str:
 
 
 def ellipsise(text: str, width: int) -> str:
-    if width <= 0:
-        return ""
-    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+    """`text` within `width` terminal cells (a CJK character takes 2), ending in … when cut."""
+    return cells.ellipsise(text, width)
 
 
 def node_label(item_id: str, title: str, status: str, priority: str, *, width: int,
@@ -46,7 +46,7 @@ def node_label(item_id: str, title: str, status: str, priority: str, *, width: i
     if unmet:
         tail += f" {UNMET_MARK}"
     head = f"{glyph} {PRIORITY_MARK.get(priority, ' ')}{item_id} "
-    room = width - len(head) - len(tail)
+    room = width - cells.cells(head) - cells.cells(tail)
     label = Text()
     label.append(glyph, style=tstyle(STATUS_STYLE.get(status, "")))
     label.append(" ")
@@ -68,7 +68,7 @@ def findings_text(findings: list[dict[str, Any]], width: int, severity: bool = F
     out = Text()
     for f in findings:
         head = f"{f['severity'].upper()} {f['code']}" if severity else f["code"]
-        out += Text(f"\n{head}: {f['message'][:width]}", style=tstyle(FINDING_STYLE.get(f["severity"], "dim")))
+        out += Text(f"\n{head}: {cells.cut(f['message'], width)}", style=tstyle(FINDING_STYLE.get(f["severity"], "dim")))
     return out
 
 

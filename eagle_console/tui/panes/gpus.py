@@ -14,6 +14,7 @@ from textual.widgets import Static
 
 from eagle_console.node.fdcache import LinkCache
 from eagle_console.node.gpus.unseen import unseen_notes
+from eagle_console.tui.cells import cells, cut
 from eagle_console.tui.messages import PlanReloaded, ReadGpusNow
 from eagle_console.tui.panes._logview import Poller, QuietStatic
 from eagle_console.tui.theme import tstyle
@@ -98,7 +99,7 @@ def gpu_row(g: GpuSample, width: int | None = None) -> Text:
         head = f"{g.index:<2}" + (f"{short_name(g.name):<16} " if with_name else "")
         tail = (f" {mem:>{mem_w}} {util:>4}" + (f" {temp:>5}" if with_temp else "")
                 + (f" {pw[0]:>{pw[1]}}" if pw else "") + (f" {link}" if with_link else ""))
-        bar = BAR if width is None else min(BAR, width - len(head) - len(tail))
+        bar = BAR if width is None else min(BAR, width - cells(head) - cells(tail))
         if bar >= (BAR if with_name else MIN_BAR):  # the name goes before the bar narrows
             break
     bar = max(bar, MIN_BAR)
@@ -116,7 +117,7 @@ def holder_command(h: Holder, limit: int = 60) -> str:
     `/…/.venv/bin/python` takes a narrow pane's whole width), and an orphan's reason before it, where a cut
     line cannot lose it."""
     program, _, rest = h.command.partition(" ")
-    command = f"{program.rsplit('/', 1)[-1]} {rest}".strip()[:limit]
+    command = cut(f"{program.rsplit('/', 1)[-1]} {rest}".strip(), limit)  # cells: a CJK argument takes 2 each
     if h.cls != "orphan" or not h.reason:
         return command
     return f"{h.reason} · {FROM_THIS_TERMINAL} · {command}" if h.same_session else f"{h.reason} · {command}"
@@ -148,7 +149,9 @@ def holders_table(holders: list[Holder], width: int | None = None) -> Text:
             rest = f"step {h.owner}" if h.owner else command
             out += Text(f"{h.pid:<6} {gpus:<3} {mib:>5} {h.cls:<7} {rest}\n", style=style)
         else:
-            out += Text(f"{h.pid:<8} {gpus:<4} {mib:>7} {h.cls:<8} {h.owner or '—':<6} {command}\n", style=style)
+            owner = h.owner or "—"
+            owner += " " * (6 - cells(owner))  # padded in cells: the COMMAND column stays put
+            out += Text(f"{h.pid:<8} {gpus:<4} {mib:>7} {h.cls:<8} {owner} {command}\n", style=style)
     out.rstrip()
     return out
 

@@ -20,8 +20,9 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Input
 
+from eagle_console.tui.cells import cells, pad, window
 from eagle_console.tui.panes._logview import QuietStatic
-from eagle_console.tui.panes.wraprows import MAX_ROWS_PER_LINE, WrapRows, rows_of
+from eagle_console.tui.panes.wraprows import WrapRows, rows_of, wrapped
 
 MAX_LINES = 10_000
 MAX_WIDTH = 400  # longer lines are cut on screen (the file keeps them whole)
@@ -36,10 +37,19 @@ def compile_filter(text: str) -> tuple[re.Pattern[str] | None, bool]:
     return (re.compile(text) if text else None), invert
 
 
+def _shown_width(line: str) -> int:
+    """Cells the line takes unwrapped, as far as MAX_WIDTH matters (a longer line is not measured whole)."""
+    return len(line) if line.isascii() or len(line) > MAX_WIDTH else cells(line)
+
+
 class LogLines(ScrollView, can_focus=True):
     """The visible rows of a bounded line buffer; `styler(line)` colours a line (errors, stages)."""
 
-    DEFAULT_CSS = "LogLines { height: 1fr; }"
+    # The gutter is kept for the scrollbar even while none is shown: wrapped rows are cut to the width inside
+    # it, and a width that changed with the scrollbar left an index built for the old one (issue 26: a log
+    # long enough to bring in the scrollbar narrowed the pane by 2 cells after the rows were counted, and
+    # every row drew blank until a resize rebuilt them).
+    DEFAULT_CSS = "LogLines { height: 1fr; scrollbar-gutter: stable; }"
     BINDINGS = [
         Binding("up", "scroll_up", "Up", show=False),
         Binding("down", "scroll_down", "Down", show=False),
@@ -61,7 +71,7 @@ class LogLines(ScrollView, can_focus=True):
 
     def set_lines(self, lines: Iterable[str]) -> None:
         self.lines = deque(lines, maxlen=self.view.max_lines)
-        self._width = max((len(s) for s in self.lines), default=0)
+        self._width = max((_shown_width(s) for s in self.lines), default=0)
         self._rows.width = 0  # rebuilt for the new lines
         self._resize()
 
@@ -70,7 +80,7 @@ class LogLines(ScrollView, can_focus=True):
         dropped = max(0, len(self.lines) + len(lines) - self.view.max_lines)
         rows_before = self._rows.total
         self.lines.extend(lines)
-        self._width = max(self._width, max((len(s) for s in lines[-2000:]), default=0))
+        self._width = max(self._width, max((_shown_width(s) for s in lines[-2000:]), default=0))
         if self.wrap and 0 < self._rows.width == self._wrap_width():  # the index follows the buffer
             self._rows.append(lines)
             rows_dropped = self._rows.drop_head(dropped)  # the rows that fell off: the view scrolls by rows
@@ -87,6 +97,7 @@ class LogLines(ScrollView, can_focus=True):
         return self.scrollable_content_region.width
 
     def _resize(self) -> None:
+        self.styles.overflow_x = "hidden" if self.wrap else "auto"  # wrapped rows never need to scroll sideways
         if self.wrap and self._wrap_width() == 0:
             self.virtual_size = Size(0, len(self.lines))
         elif self.wrap:
@@ -106,27 +117,25 @@ class LogLines(ScrollView, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         row = self.scroll_offset.y + y
-        width = self.size.width
+        width = self._wrap_width()  # cells inside the scrollbar's gutter
         if self.wrap:
-            if row >= self._rows.total or self._rows.width != self._wrap_width():
+            if row >= self._rows.total or self._rows.width != width:
                 return Strip.blank(width, self.rich_style)
             index, part = self._rows.locate(row)
-            line, cut = self.lines[index], self._rows.width
-            text = line[part * cut:(part + 1) * cut]
-            if part == MAX_ROWS_PER_LINE - 1 and len(line) > (part + 1) * cut:
-                text = text[:-1] + "…"
+            line = self.lines[index]
+            rows = wrapped(line, width)
+            text = pad(rows[part] if part < len(rows) else "", width)
         else:
             if row >= len(self.lines):
                 return Strip.blank(width, self.rich_style)
             line = self.lines[row]
-            x = self.scroll_offset.x
-            text = line[x:x + width]
+            text = window(line, self.scroll_offset.x, width)
         style = self.rich_style
         if self.styler is not None:
             extra = self.styler(line)
             if extra is not None:
                 style = style + extra
-        return Strip([Segment(text.ljust(width), style)], width)
+        return Strip([Segment(text, style)], width)
 
     def on_resize(self) -> None:
         self._resize()  # wrapped rows depend on the width

@@ -12,6 +12,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 from eagle_console.figures import format_value
+from eagle_console.tui.cells import ellipsise
 from eagle_console.tui.messages import PlanReloaded
 from eagle_console.tui.panes._logview import HIDDEN_S, Poller
 from eagle_console.tui.theme import tstyle
@@ -40,7 +41,7 @@ NAME_CELLS = 14
 
 def short_name(name: str, cells: int | None) -> str:
     """`vocab_positions_differ` → `vocab_position…`: the value beside it matters more than the name's end."""
-    return name if cells is None or len(name) <= cells else name[: cells - 1] + "…"
+    return name if cells is None else ellipsise(name, cells)
 
 
 def _add_columns(table: DataTable) -> None:

@@ -3,18 +3,44 @@
 A wrapped log of 10,000 lines at 60 columns may have 30,000 rows; `WrapRows` keeps the first row of every
 line, so drawing row y is a bisect, appending a batch costs the batch, lines falling off the head cost a
 list shift, and only a width change rebuilds the index.
+
+Widths are terminal cells (`tui/cells.py`), not characters: a line of CJK text is twice as wide as it is
+long, and a 2-cell character that does not fit a row's last cell starts the next row.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable
+from functools import lru_cache
+
+from eagle_console.tui.cells import ELLIPSIS, chop, cut
 
 MAX_ROWS_PER_LINE = 40  # a 64 KiB line would fill screens; the rest is cut with … (the file keeps it)
 
 
+def wrap(line: str, width: int) -> list[str]:
+    """The rows `line` takes at `width` cells: at most MAX_ROWS_PER_LINE, the last ending in … when the line
+    goes on."""
+    width = max(1, width)
+    limit = MAX_ROWS_PER_LINE * width + 1  # characters enough to overflow the rows (each is ≥ 1 cell but marks)
+    rows = chop(line[:limit], width)
+    if len(rows) > MAX_ROWS_PER_LINE or len(line) > limit:
+        rows = rows[:MAX_ROWS_PER_LINE]
+        rows[-1] = cut(rows[-1], width - 1) + ELLIPSIS
+    return rows
+
+
+@lru_cache(maxsize=256)
+def wrapped(line: str, width: int) -> tuple[str, ...]:
+    """`wrap`, kept for the rows on screen: a long line's rows are drawn one `render_line` at a time."""
+    return tuple(wrap(line, width))
+
+
 def rows_of(line: str, width: int) -> int:
-    return min(MAX_ROWS_PER_LINE, max(1, -(-len(line) // width)))
+    if line.isascii():  # O(1): a cell a character
+        return min(MAX_ROWS_PER_LINE, max(1, -(-len(line) // max(1, width))))
+    return len(wrap(line, width))
 
 
 class WrapRows:
@@ -38,7 +64,10 @@ class WrapRows:
         starts, end, width = self.starts, self.end, self.width
         for line in lines:
             starts.append(end)
-            end += rows_of(line, width)
+            if line.isascii():  # rows_of's ASCII case inline: a rebuild runs this 10,000 times
+                end += min(MAX_ROWS_PER_LINE, -(-len(line) // width) or 1)
+            else:
+                end += rows_of(line, width)
         self.end = end
 
     def drop_head(self, count: int) -> int:
