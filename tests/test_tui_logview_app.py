@@ -42,7 +42,7 @@ def test_the_output_tab_shows_the_log_of_a_step_just_run(demo, size):
         await pilot.pause(0.5)
         rows = "".join(output_rows(app))  # joined: a narrow pane wraps the lines
         # the pane follows the end (6 rows at 80x24): the log's last lines must be on screen
-        assert "::result freed_mib=12240.0" in rows and "the action completed" in rows, "\n".join(output_rows(app))
+        assert "::result freed_mib_gpu5=6120.0" in rows and "the action completed" in rows, "\n".join(output_rows(app))
 
     drive(app, scenario, size=size)
 

@@ -49,7 +49,8 @@ def unseen_note(index: int, mib: float) -> str:
     return f"GPU {index}: {mib:,.0f} MiB in use that no process here accounts for (another container or the host)"
 
 
-def unseen_notes(sample: NodeSample) -> list[str]:
-    """One line per GPU with memory held out of sight, then where to look; empty when there is none."""
-    notes = [unseen_note(i, mib) for i, mib in sorted(unseen_by_gpu(sample).items())]
+def unseen_notes(sample: NodeSample, only: set[int] | None = None) -> list[str]:
+    """One line per GPU with memory held out of sight (of `only`, when given), then where to look; empty
+    when there is none."""
+    notes = [unseen_note(i, mib) for i, mib in sorted(unseen_by_gpu(sample).items()) if only is None or i in only]
     return [*notes, WHERE_TO_LOOK] if notes else []

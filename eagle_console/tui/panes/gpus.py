@@ -13,7 +13,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from eagle_console.node.fdcache import LinkCache
-from eagle_console.node.gpus.unseen import unseen_notes
+from eagle_console.node.gpus.unseen import unseen_by_gpu, unseen_notes
 from eagle_console.tui.cells import cells, cut
 from eagle_console.tui.messages import PlanReloaded, ReadGpusNow
 from eagle_console.tui.panes._logview import Poller, QuietStatic
@@ -156,7 +156,9 @@ def holders_table(holders: list[Holder], width: int | None = None) -> Text:
     return out
 
 
-def render_reading(reading: GpuReading, width: int | None = None) -> tuple[Text, Text]:
+def render_reading(reading: GpuReading, width: int | None = None,
+                   steady: set[int] | None = None) -> tuple[Text, Text]:
+    """`steady`: the GPUs whose unseen memory the reading before showed too (None: say every one)."""
     sample = reading.sample
     if sample.backend == "none" or (sample.error and not sample.gpus):
         head = Text(f"No GPUs: {sample.error or 'no NVIDIA driver'}", style=tstyle("ec.warn"))
@@ -166,7 +168,7 @@ def render_reading(reading: GpuReading, width: int | None = None) -> tuple[Text,
             head += Text(f"\n{sample.error}", style=tstyle("ec.warn"))
         if reading.pid_namespace == "foreign":
             head += Text(f"\n{FOREIGN_NOTE}", style=tstyle("ec.warn"))
-        for note in unseen_notes(sample):  # memory in use that no holder row below accounts for
+        for note in unseen_notes(sample, steady):  # memory in use that no holder row below accounts for
             head += Text(f"\n{note}", style=tstyle("ec.warn"))
     return head, holders_table(reading.holders, width)
 
@@ -197,6 +199,8 @@ class GpuPane(VerticalScroll):
         self.backend: GpuBackend | None = None
         self.links = LinkCache()  # the once-a-second scan rereads only new fds (node/fdcache.py)
         self.last: GpuReading | None = None
+        self.steady_unseen: set[int] = set()  # GPUs with memory out of sight in this reading and the one before
+        self._unseen_before: set[int] = set()
         self.polls = 0
         self.poller = Poller(self, refresh_s, self._read, self._show, self._failed, name="gpu-poll")
 
@@ -231,6 +235,11 @@ class GpuPane(VerticalScroll):
         return read_gpus(self.backend, self.ctx, self.links)
 
     def _show(self, reading: GpuReading) -> None:
+        # A killed process leaves NVML's lists before its memory leaves the total (H200, driver 580.159.04):
+        # for a reading or two that memory is "in use by no process". Only what two readings in a row show
+        # out of sight is said, so a kill does not flash a false note.
+        now = set(unseen_by_gpu(reading.sample))
+        self.steady_unseen, self._unseen_before = now & self._unseen_before, now
         self.last = self.ctx.gpus = reading  # the NCCL pane weighs its hang check with it
         self.polls += 1
         self._draw()
@@ -244,7 +253,7 @@ class GpuPane(VerticalScroll):
         width = self.scrollable_content_region.width or None
         if width is not None and not self.show_vertical_scrollbar:  # the holders may bring one in
             width -= self.styles.scrollbar_size_vertical
-        head, procs = render_reading(self.last, width)
+        head, procs = render_reading(self.last, width, self.steady_unseen)
         rows = self.query_one("#gpu-rows", Static)  # QuietStatic: an idle node repaints nothing
         rows.update(head)
         rows.set_class(not self.last.sample.gpus, "-message")
