@@ -88,7 +88,7 @@ class NodeAgent:
         from eagle_console.ops.rank_sessions import judged_here
 
         # the console's runs and rank sessions here are the tracked; whether their leaders run is judged here
-        with orphans.scan(self._sim(), tracked=judged_here(tracked or [])) as found:  # the console's runs here are the tracked
+        with orphans.scan(self._sim(), tracked=judged_here(tracked or [])) as found:
             # the console's hand-picked pids (scope "selected") are chosen among all holders, then narrowed
             targets = orphans.choose(found, "all" if scope == orphans.SELECTED else scope, match)
             if pids is not None:

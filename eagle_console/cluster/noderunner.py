@@ -105,7 +105,7 @@ class RayRunner:
             return
         lines, events = split_log(text if final else whole_lines(text))
         copy_job_log(lines, Path(proc.log))
-        event = next((e for e in events if e.get("kind") == "proc" and e.get("pid")), None)
+        event = proc_event(events)
         if event is not None:
             self._sessions.setdefault(proc.ref["job_id"], event)
 
@@ -121,7 +121,7 @@ class RayRunner:
             _lines, events = split_log(self._client().get_job_logs(proc.ref["job_id"]))
         except Exception:  # noqa: BLE001 - not known (yet)
             return None
-        return next((e for e in events if e.get("kind") == "proc"), None)
+        return proc_event(events)
 
     def poll(self, proc: RankProcess) -> int | None:
         from ray.job_submission import JobStatus
@@ -177,3 +177,8 @@ def ray_runner(address: str, rank_env_keys: str = "", environ: Mapping[str, str]
     env = os.environ if environ is None else environ
     keys = [k for k in rank_env_keys.split(",") if k]
     return RayRunner(address, {k: env[k] for k in keys if k in env})
+
+
+def proc_event(events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The rank wrapper's `proc` event (its session's leader on the node), once it reported one."""
+    return next((e for e in events if e.get("kind") == "proc" and e.get("pid")), None)

@@ -54,14 +54,11 @@ def record_sessions(runner: NodeRunner, ranks: list[RankProcess]) -> bool:
     """Put each rank's session ({"pid", "ctime"} of its leader on its node) in its `ref` once the runner knows
     it (a Ray rank: from its job's log; the local runner's ref has it from the start): the console tracks the
     rank's processes on its node by that session (ops/rank_sessions.py). True when a rank gained one."""
-    session = getattr(runner, "session", None)
-    if session is None:
-        return False
     changed = False
     for i, r in enumerate(ranks):
         if r.ref.get("pid"):
             continue
-        found = session(r)
+        found = runner.session(r)
         if found:
             ranks[i] = replace(r, ref={**r.ref, "pid": found["pid"], "ctime": found.get("ctime")})
             changed = True

@@ -74,6 +74,9 @@ class NodeRunner(Protocol):
     def stop(self, proc: RankProcess, grace_s: float) -> None:
         """SIGTERM the rank's whole session, SIGKILL what is left after `grace_s`; a no-op once it is gone."""
 
+    def session(self, proc: RankProcess) -> dict[str, Any] | None:
+        """The rank's session on its node, {"pid", "ctime"} of its leader (sid == pid); None until known."""
+
 
 @dataclass(frozen=True)
 class LocalNode:
@@ -167,6 +170,9 @@ class LocalRunner:
         if child is not None:
             return child.poll()
         return None if alive(pid, proc.ref.get("ctime")) else -1
+
+    def session(self, proc: RankProcess) -> dict[str, Any] | None:
+        return {"pid": int(proc.ref["pid"]), "ctime": proc.ref.get("ctime")}  # the child leads its session
 
     def stop(self, proc: RankProcess, grace_s: float) -> None:
         from eagle_console.engine.procs import stop_session
