@@ -149,6 +149,7 @@ def cmd_orphans(args: argparse.Namespace) -> int:
     """A listing reports what it could not read in `error` and exits 0, as `gpus` does; `--kill` exits 1
     when it could not read the GPUs (nothing can say the memory came back), a process survived, or a
     cluster node could not be killed on (docs/cli.md, "Reading and acting on the GPUs")."""
+    from eagle_console.node.gpus import cannot_read
     from eagle_console.node.gpus.unseen import unattributed_mib, unseen_notes
     from eagle_console.node.kill import GraceError, resolve_grace, select_targets
     from eagle_console.ops import orphans
@@ -178,7 +179,7 @@ def cmd_orphans(args: argparse.Namespace) -> int:
             doc["error"] = f"cannot scan GPU holders: {exc}"
             return _finish(args, doc, blind=True)
         with found:
-            doc["error"] = found.error and f"cannot read the GPUs ({found.backend_name}): {found.error}"
+            doc["error"] = found.error and cannot_read(found.backend_name, found.error)
             blind = found.unavailable  # no backend at all, as opposed to a backend with some queries failing
             targets = orphans.choose(found, args.scope, args.match)
             skipped = {} if args.include_tracked else {

@@ -7,6 +7,7 @@ import signal
 from typing import Any
 
 from eagle_console.engine.builtins.base import ActionContext, Builtin, BuiltinError, value_errors
+from eagle_console.node.gpus import cannot_read
 
 
 def parse_signal(value: Any) -> int:
@@ -31,7 +32,7 @@ def unreadable(found: Any) -> str | None:
     that answered with some queries failing can still be read: its error is only said in the log."""
     if not found.unavailable:
         return None
-    return f"cannot read the GPUs ({found.backend_name}): {found.error}"
+    return cannot_read(found.backend_name, found.error)
 
 
 class GpuKill(Builtin):

@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from eagle_console.engine.builtins.base import ActionContext, BuiltinError
+from eagle_console.node.gpus import cannot_read
 
 PRE_LAUNCH = "gpu_before_launch.json"
 # Above the level before launch by more than this counts as still held: a monitor's or the console's own
@@ -71,7 +72,7 @@ def _wait(ctx: ActionContext, name: str, backend: Any, sid: int | None, pgid: in
         mine = sorted(pid for pid in scan_device_files(backend.device_prefix) if in_session(pid, sid, pgid))
         if sample.backend == "none":  # the release cannot be seen: the undo failed, it did not pass unseen
             held = f"; pids {', '.join(map(str, mine))} of its session still hold a GPU file" if mine else ""
-            raise BuiltinError(f"cannot read the GPUs ({sample.backend}): {sample.error}; cannot tell whether "
+            raise BuiltinError(f"{cannot_read(sample.backend, sample.error)}; cannot tell whether "
                                f"the server's GPU memory was released{held} (check with nvidia-smi, then force "
                                f"the rollback)")
         over = {g.index: g.memory_used_mib - before[g.index] for g in sample.gpus

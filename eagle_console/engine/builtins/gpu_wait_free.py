@@ -7,6 +7,7 @@ from typing import Any
 
 from eagle_console.engine.builtins.base import ActionContext, Builtin, BuiltinError, seconds, value_errors
 from eagle_console.engine.builtins.gpu_kill import _int_list
+from eagle_console.node.gpus import cannot_read
 
 POLL_S = 0.5
 
@@ -40,7 +41,7 @@ class GpuWaitFree(Builtin):
             while True:
                 sample = backend.sample()
                 if sample.backend == "none":
-                    raise BuiltinError(f"cannot read the GPUs ({sample.backend}): {sample.error}")
+                    raise BuiltinError(cannot_read(sample.backend, sample.error))
                 gpus = [g for g in sample.gpus if wanted is None or g.index in wanted]
                 missing = sorted(set(wanted or []) - {g.index for g in sample.gpus})
                 if missing:

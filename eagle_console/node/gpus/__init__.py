@@ -50,6 +50,11 @@ class NodeSample:
         return {(g.minor if g.minor is not None else g.index): g.index for g in self.gpus}
 
 
+def cannot_read(backend: str, error: str | None) -> str:
+    """How every face and built-in says that the GPUs (or some of their readings) could not be read."""
+    return f"cannot read the GPUs ({backend}): {error}"
+
+
 class GpuBackend(Protocol):
     name: str
     device_prefix: str  # fd-link prefix of this node's device files, e.g. "/dev/nvidia"
@@ -85,4 +90,4 @@ def open_backend(sim_dir: Path | None, prefer: str | None = None) -> GpuBackend:
         return NoneBackend(str(exc))
 
 
-__all__ = ["BACKEND_ENV", "GpuBackend", "GpuProcessSample", "GpuSample", "NodeSample", "open_backend"]
+__all__ = ["BACKEND_ENV", "GpuBackend", "cannot_read", "GpuProcessSample", "GpuSample", "NodeSample", "open_backend"]
