@@ -70,7 +70,7 @@ def test_window_shows_the_cells_scrolled_to_and_blanks_half_a_wide_character():
 
 def test_labels_ellipsise_counts_cells():
     """The Plan tree's titles and the Detail line's first row: a CJK title at 20 cells, not 20 characters."""
-    from eagle_console.tui.labels import ellipsise as label_ellipsise
+    label_ellipsise = ellipsise  # the Plan tree's and the Detail line's (labels.py, detail.py)
 
     assert label_ellipsise(CJK, 20) == CJK[:9] + "…"
     assert cell_len(label_ellipsise(CJK, 21)) <= 21

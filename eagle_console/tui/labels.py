@@ -31,11 +31,6 @@ def elapsed_text(seconds: float) -> str:
     return f"{s // 3600}h{(s % 3600) // 60:02d}m"
 
 
-def ellipsise(text: str, width: int) -> str:
-    """`text` within `width` terminal cells (a CJK character takes 2), ending in … when cut."""
-    return cells.ellipsise(text, width)
-
-
 def node_label(item_id: str, title: str, status: str, priority: str, *, width: int,
                elapsed: float | None = None, unmet: bool = False) -> Text:
     """One tree line fitted to `width` cells; the title gives way first, the status and timer never do."""
@@ -52,7 +47,7 @@ def node_label(item_id: str, title: str, status: str, priority: str, *, width: i
     label.append(" ")
     label.append(PRIORITY_MARK.get(priority, " "), style=tstyle("ec.error.bold") if priority == "high" else "dim")
     label.append(f"{item_id} ", style="bold")
-    label.append(ellipsise(title, max(room, 8)), style="dim" if status in ("skipped", "completed") else "")
+    label.append(cells.ellipsise(title, max(room, 8)), style="dim" if status in ("skipped", "completed") else "")
     if elapsed is not None:
         label.append(f"  {RUNNING_MARK} {elapsed_text(elapsed)}", style=tstyle("ec.warn"))
     if unmet:

@@ -12,7 +12,8 @@ from textual.widgets import Static
 from eagle_console.journal.status import plan_statuses, unmet_needs
 from eagle_console.ops.console import drafter_actions, drafter_inputs_stamp, drafter_lines
 from eagle_console.plan.safe_text import printable
-from eagle_console.tui.labels import ellipsise, rollback_label
+from eagle_console.tui.cells import ellipsise
+from eagle_console.tui.labels import rollback_label
 from eagle_console.tui.messages import ToastRoomChanged
 from eagle_console.tui.panes._logview import Poller
 
