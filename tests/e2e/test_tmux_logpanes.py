@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_tui_logview_app import CJK, cells_between  # the same wide line and screen reading as the App test
 from tmuxkit import Term, step_done
 
 from .test_tmux_walk import REPO
@@ -58,7 +59,6 @@ def test_output_tab_shows_the_log_of_the_step_just_run(demo_dir, size):
         term.close()
 
 
-CJK = "模型回答：我们的模型支持中文输出，这是一个很长的句子用于测试换行是否正确。"
 WIDE_PLAN = f"""[plan]
 id = "wide"
 title = "wide characters"
@@ -72,17 +72,6 @@ id = "0.1"
 title = "print wide lines"
 run = "echo '{CJK * 3}'; echo 'mixed {CJK}'; echo 'ascii after'"
 """
-
-
-def cells_between(line: str, start: int, end: int) -> str:
-    from rich.cells import cell_len
-
-    out, used = [], 0
-    for char in line:
-        if start <= used < end:
-            out.append(char)
-        used += cell_len(char)
-    return "".join(out)
 
 
 def test_a_cjk_log_line_wraps_inside_its_pane_at_80x24(tmp_path):
