@@ -173,7 +173,7 @@ def cmd_orphans(args: argparse.Namespace) -> int:
             doc["nodes"] = _orphans_on_nodes(args, address, grace, journal)
         nodes = doc.get("nodes") or {}
         here = next((n for n, e in nodes.items() if isinstance(e, dict) and e.get("this_machine")), None)
-        try:  # a multi-node server's rank on this machine is its step's (tracked), not `other`
+        try:
             found = orphans.scan(sim, journal, here=here)
         except Exception as exc:  # the backend failed outright: say so in the document, not as a traceback
             doc["error"] = f"cannot scan GPU holders: {exc}"

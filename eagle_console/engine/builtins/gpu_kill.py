@@ -84,7 +84,7 @@ class GpuKill(Builtin):
             raise BuiltinError(str(exc)) from None
         journal = ctx.journal()  # its runs are the tracked ones (the action does not load the plan)
         try:
-            with orphans.scan(ctx.sim_dir, journal) as found:  # a multi-node server's rank here is its step's
+            with orphans.scan(ctx.sim_dir, journal) as found:
                 if found.error:
                     ctx.say(f"GPU backend {found.backend_name}: {found.error}")
                 # No backend: only the /proc fd scan saw holders, and nothing can say their memory came

@@ -46,7 +46,7 @@ def kill_preview(args: Mapping[str, Any], sim_dir: Path | None, journal: Journal
         grace = f"{resolve_grace(args.get('grace'), '`grace`'):g}s"
     except GraceError as exc:
         grace = f"? ({exc})"
-    with orphans.scan(sim_dir, journal) as found:  # a multi-node server's rank here is tracked, as in the kill
+    with orphans.scan(sim_dir, journal) as found:
         chosen = orphans.choose(found, scope, match, args.get("gpus"))
     targets = [h for h in chosen if h.pid not in found.refused]
     lines = [f"scope {scope}" + (f" (match {', '.join(match)})" if match else "")

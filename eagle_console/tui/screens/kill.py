@@ -10,6 +10,7 @@ step; only `y` answers it, Enter alone keeps the selection and kills nothing.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
@@ -129,7 +130,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
     def _scan(self) -> None:
         from eagle_console.ops import orphans
 
-        try:  # a multi-node server's rank on this machine is its step's (tracked), not `other`
+        try:
             self._found = orphans.scan(self.ctx.sim_dir, self.ctx.journal)
         except Exception as exc:  # show it in the dialog instead of crashing the console
             self.app.call_from_thread(self._show_error, f"cannot scan GPU holders: {exc}")
@@ -192,14 +193,12 @@ class KillScreen(ModalScreen[KillRecord | None]):
         by_gpu = memory_by_gpu(holders)
         mem = ", ".join(f"GPU {g}: {mib:.0f} MiB" for g, mib in sorted(by_gpu.items())) or "no GPU memory held"
         total = len(self.rows)  # every node's holders (issue 26: the header counted this machine's only)
-        summary = f"{total} GPU holder{'s' if total != 1 else ''} · {mem}"
+        count = f"{total} GPU holder{'s' if total != 1 else ''}"
+        summary = f"{count} · {mem}"
         if nodes:
-            per_node: dict[str, int] = {}
-            for node, _h in self.rows:
-                if node is not None:
-                    per_node[node] = per_node.get(node, 0) + 1
+            per_node = Counter(node for node, _h in self.rows if node is not None)
             where = ", ".join([f"this machine {len(holders)}"] + [f"node {n} {c}" for n, c in sorted(per_node.items())])
-            summary = f"{total} GPU holder{'s' if total != 1 else ''} ({where}) · this machine: {mem}"
+            summary = f"{count} ({where}) · this machine: {mem}"
         if note:
             summary += f" · {note}"
         if not self.rows:
