@@ -10,10 +10,15 @@ from __future__ import annotations
 from bisect import bisect_right
 from itertools import accumulate
 
-from rich.cells import cell_len, chop_cells, get_character_cell_size
+from rich import cells as rich_cells
+from rich.cells import cell_len, get_character_cell_size
 
 ELLIPSIS = "…"
 _JOINERS = ("\u200d", "\ufe0f")  # a ZWJ sequence or VS16 emoji: its width is not the sum of its characters'
+# A Rich with `split_graphemes` measures a grapheme whole (👨‍👩‍👧 is 2 cells); older Rich, as Textual then draws it, adds up its
+# characters (6 cells), so there every text is "simple". Rich's `chop_cells` is no help across versions:
+# before 14 it returned the rows' characters in reverse order.
+_SPLIT_GRAPHEMES = getattr(rich_cells, "split_graphemes", None)
 
 
 class _Widths(dict):
@@ -33,8 +38,15 @@ def cells(text: str) -> int:
 
 
 def _simple(text: str) -> bool:
-    """True when the sum of the characters' widths is the text's width (no emoji joiners)."""
-    return not any(j in text for j in _JOINERS)
+    """True when the sum of the characters' widths is the text's width (no emoji joiners, or a Rich that adds
+    up characters anyway)."""
+    return _SPLIT_GRAPHEMES is None or not any(j in text for j in _JOINERS)
+
+
+def _graphemes(text: str) -> list[str]:
+    """`text` as Rich's graphemes (an emoji with its joiners is one), for a text that is not `_simple`."""
+    spans, _ = _SPLIT_GRAPHEMES(text)
+    return [text[start:end] for start, end, _cells in spans]
 
 
 def chop(text: str, width: int) -> list[str]:
@@ -43,19 +55,21 @@ def chop(text: str, width: int) -> list[str]:
     width = max(1, width)
     if text.isascii():
         return [text[i:i + width] for i in range(0, len(text), width)] or [""]
-    if not _simple(text):
-        rows = [row for row in chop_cells(text, width) if row]  # Rich groups the joined emoji
-        return [row if cell_len(row) <= width else " " * width for row in rows] or [""]
-    ends = list(accumulate(map(_WIDTHS.__getitem__, text)))  # ends[i]: cells up to and with text[i]
+    if _simple(text):
+        units: str | list[str] = text
+        ends = list(accumulate(map(_WIDTHS.__getitem__, text)))  # ends[i]: cells up to and with text[i]
+    else:
+        units = _graphemes(text)
+        ends = list(accumulate(map(cell_len, units)))
     rows: list[str] = []
     start, used = 0, 0
-    while start < len(text):
-        stop = bisect_right(ends, used + width, start)  # the characters that fit (0-cell ones included)
+    while start < len(units):
+        stop = bisect_right(ends, used + width, start)  # the units that fit (0-cell ones included)
         if stop == start:  # one character wider than the whole row (2 cells in a 1-cell pane)
             rows.append(" " * width)
             stop = start + 1
         else:
-            rows.append(text[start:stop])
+            rows.append("".join(units[start:stop]))
         used, start = ends[stop - 1], stop
     return rows or [""]
 
@@ -102,7 +116,7 @@ def window(text: str, start: int, width: int) -> str:
         units: list[str] = list(head)
         ends = list(accumulate(map(_WIDTHS.__getitem__, head)))
     else:  # joined emoji: Rich's graphemes, each measured whole
-        units = [g for g in chop_cells(head, 1) if g]
+        units = _graphemes(head)
         ends = list(accumulate(map(cell_len, units)))
     first = bisect_right(ends, start)  # the first unit ending after `start`
     lead = ""
