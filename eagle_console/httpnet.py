@@ -18,6 +18,21 @@ from eagle_console._httpx import httpx
 CONNECT_S = 1.0
 
 
+def shown_url(url: str) -> str:
+    """`url` for a log line or a message: a password in it (`http://user:PW@host/`) shown as `***`.
+
+    A step's log can end up where others read it (a node's Ray job log); the URL itself still works."""
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        user = parts.username or ""
+        host = parts.netloc.rpartition("@")[2]
+        return parts._replace(netloc=f"{user}:***@{host}").geturl()
+    except ValueError:
+        return url
+
+
 def is_loopback(url: str) -> bool:
     host = (urlsplit(url).hostname or "").strip("[]")
     if host == "localhost" or host.endswith(".localhost"):

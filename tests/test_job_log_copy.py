@@ -42,8 +42,8 @@ def test_a_copy_that_is_no_prefix_any_more_is_written_again(tmp_path):
     assert path.read_text() == "x\n"
 
 
-def test_rays_entrypoint_line_with_the_encoded_spec_stays_out_of_the_step_log():
-    # the first line Ray writes into every job log; our entrypoint carries the run spec, env included
+def test_rays_entrypoint_line_stays_out_of_the_step_log():
+    # the first line Ray writes into every job log: Ray's, not the step's output
     text = ("Running entrypoint for job raysubmit_x1: /usr/bin/python3 -m eagle_console.engine.supervise "
-            "--spec-b64 eyJlbnYiOiB7IkhGX1RPS0VOIjogImhmX3NlY3JldCJ9fQ==\nSIM=/tmp/b\n")
+            "--job-spec /tmp/eagle-console-spec-x1/spec.json\nSIM=/tmp/b\n")
     assert split_log(text) == (["SIM=/tmp/b"], [])

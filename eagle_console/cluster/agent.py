@@ -58,6 +58,18 @@ class NodeAgent:
     def path_exists(self, path: str) -> bool:
         return os.path.exists(path)
 
+    def put_spec(self, data: dict[str, Any]) -> str:
+        """A run's spec, into a private file on this node for the job about to start here (cluster/handoff.py)."""
+        from eagle_console.cluster.handoff import put_spec
+
+        return put_spec(data)
+
+    def drop_spec(self, path: str) -> None:
+        """A spec whose job was never submitted: removed again."""
+        from eagle_console.cluster.handoff import drop_spec
+
+        drop_spec(path)
+
     def environ(self, keys: list[str]) -> dict[str, str]:
         """These variables of the raylet's environment (what a job started here inherits)."""
         return {k: os.environ[k] for k in keys if k in os.environ}

@@ -8,7 +8,6 @@ API and journals (eagle_console.cluster.jobs). The action's output goes to the s
 
 from __future__ import annotations
 
-import base64
 import json
 import sys
 from pathlib import Path
@@ -16,8 +15,8 @@ from typing import Any
 
 EVENT_PREFIX = "::eagle-console-event "
 # Ray's job supervisor writes this line into the job log before it starts the entrypoint (ray 2.60,
-# dashboard/modules/job/job_supervisor.py, `_exec_entrypoint`): our entrypoint carries the run spec (its
-# env included) in base64 — not the step's output, and not for the step log.
+# dashboard/modules/job/job_supervisor.py, `_exec_entrypoint`): Ray's line, not the step's output. (The
+# entrypoint names only a private spec file on the node, cluster/handoff.py: no secret is in it.)
 RAY_ENTRYPOINT_LINE = "Running entrypoint for job "
 # The pids the console may journal for a node's run: the action's, never the supervisor's (a local
 # liveness check of a remote pid would be wrong), and only for `tracked` classification on that node.
@@ -108,12 +107,3 @@ def copy_job_log(lines: list[str], path: Path) -> None:
     tmp.unlink(missing_ok=True)
     write_private(tmp, data.decode())
     tmp.replace(path)
-
-
-def encode_spec(data: dict[str, Any]) -> str:
-    """A spec for the command line of the job's entrypoint: the node may not share the console's disk."""
-    return base64.urlsafe_b64encode(json.dumps(data).encode()).decode()
-
-
-def decode_spec(text: str) -> dict[str, Any]:
-    return json.loads(base64.urlsafe_b64decode(text.encode()))

@@ -1,8 +1,9 @@
 """A step with `node` runs as a Ray job pinned to that node; the console journals what the job reports.
 
-The job's entrypoint is our own supervisor (`python -m eagle_console.engine.supervise --spec-b64 ...`)
-with the run's spec in its command line, so timeouts, the check and the exit are the supervisor's as on
-the console's machine. It writes no journal there (the journal is one SQLite file here): its events
+The job's entrypoint is our own supervisor (`python -m eagle_console.engine.supervise --job-spec PATH`),
+so timeouts, the check and the exit are the supervisor's as on the console's machine. The run's spec (the
+plan's `[env]`, a built-in's `with`) is never in the entrypoint, which every user of the node sees in `ps`
+and Ray writes into its logs: the node's agent writes it into a private file there first (cluster/handoff.py). It writes no journal there (the journal is one SQLite file here): its events
 are lines of the job's log (cluster.job_events), which `sync_run` reads through the Jobs API, copies
 into the step log here and journals. A job that ended without an exit event lost its driver (`lost`);
 a running job whose node no longer answers is `lost` too (docs/cluster.md).
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eagle_console.cluster import pin
-from eagle_console.cluster.job_events import copy_job_log, encode_spec, split_log, whole_lines
+from eagle_console.cluster.job_events import copy_job_log, split_log, whole_lines
 
 if TYPE_CHECKING:
     from eagle_console.journal import Journal, Run
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 NODE_ANSWER_S = 2.0
 SYNC_EVERY_S = 1.0  # a node run's job is asked at most this often by reconcile (HTTP calls, an agent ping)
 _synced: dict[str, float] = {}  # job id -> when reconcile last asked (monotonic)
+AGENT_ANSWER_S = 30.0  # an agent's first call starts its actor on the node: seconds on a busy machine
 STOP_EXTRA_S = 30.0  # Ray's own stop wait (RAY_JOB_STOP_WAIT_TIME_S) and the status' lag, on top of the grace
 
 
@@ -41,12 +43,30 @@ def job_client(address: str) -> Any:
 
 
 def submit_run(address: str, node: str, run_id: int, step_id: str, spec: dict[str, Any]) -> str:
-    """Submit the run's supervisor as a job pinned to `node`; returns the job id."""
-    entry = (f"{shlex.quote(sys.executable)} -m eagle_console.engine.supervise --spec-b64 "
-             f"{encode_spec(spec)}")
+    """Submit the run's supervisor as a job pinned to `node`; returns the job id. The spec goes to a private
+    file on the node first (its agent writes it); the entrypoint names only that file."""
     client = job_client(address)
-    return client.submit_job(entrypoint=entry, entrypoint_resources=pin(node), entrypoint_num_cpus=0,
-                             metadata={"eagle_console_run": str(run_id), "step": step_id, "node": node})
+    return submit_with_spec(client, node, spec, "-m eagle_console.engine.supervise --job-spec",
+                            metadata={"eagle_console_run": str(run_id), "step": step_id, "node": node})
+
+
+def submit_with_spec(client: Any, node: str, spec: dict[str, Any], command: str, metadata: dict[str, str],
+                     exec_: bool = False) -> str:
+    """A job on `node` running `python COMMAND PATH`, PATH a private file on the node holding `spec`
+    (cluster/handoff.py); the file is removed again if the job cannot be submitted."""
+    import ray
+
+    from eagle_console.cluster.agent import agent
+
+    handle = agent(node)
+    path = ray.get(handle.put_spec.remote(spec), timeout=AGENT_ANSWER_S)
+    entry = f"{'exec ' if exec_ else ''}{shlex.quote(sys.executable)} {command} {shlex.quote(path)}"
+    try:
+        return client.submit_job(entrypoint=entry, entrypoint_resources=pin(node), entrypoint_num_cpus=0,
+                                 metadata=metadata)
+    except BaseException:
+        handle.drop_spec.remote(path)  # no job will take it
+        raise
 
 
 def _node_gone(address: str, node: str) -> str | None:

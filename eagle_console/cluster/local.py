@@ -60,7 +60,7 @@ class RayNode:
 @dataclass
 class LocalCluster:
     root: Path  # the token and the `ray start` logs
-    temp: Path  # Ray's --temp-dir: short (Ray's unix socket paths are limited), ours alone
+    temp: Path  # Ray's --temp-dir: short (Ray's unix socket paths are limited), inside a 0700 folder of ours
     address: str  # the GCS "host:port": what [cluster] address names
     dashboard: str
     env: dict[str, str]  # the environment of every `ray start` (a node adds its EAGLE_CONSOLE_SIM)
@@ -158,13 +158,30 @@ class LocalCluster:
         terminate_then_kill(self._processes(), 5.0)
         for node in self.nodes.values():
             node.proc.poll()
-        shutil.rmtree(self.temp, ignore_errors=True)
+        shutil.rmtree(self.temp.parent, ignore_errors=True)  # the private folder around Ray's temp dir
 
     def __enter__(self) -> LocalCluster:
         return self
 
     def __exit__(self, *_exc: object) -> None:
         self.stop()
+
+
+def private_ray_temp() -> Path:
+    """Ray's temp dir for a local cluster, inside a new folder of ours alone (0700).
+
+    Ray makes its temp dir and its session, logs and sockets folders mode 0777 whatever the umask (ray
+    2.60, `ray/_common/utils.py` try_to_create_directory → try_make_directory_shared, called from
+    `ray/_private/node.py`), and writes its logs 0644: a job's driver log, every worker's output, open to
+    every local user, and its files deletable by any of them. A temp dir of Ray's own cannot be 0700, so the
+    folder around it is: nobody else can reach anything inside. It stays in /tmp, short: Ray's unix sockets
+    live under it and a socket path is limited to 107 bytes (`validate_socket_filepath`), which a state dir
+    deep in a home directory would pass."""
+    from eagle_console.statedir import DIR_MODE, tighten
+
+    private = Path(tempfile.mkdtemp(prefix="ecr-", dir="/tmp"))  # 0700 and ours (mkdtemp), unguessable
+    tighten(private, DIR_MODE)
+    return private / "ray"
 
 
 def start_local_cluster(root: str | os.PathLike[str], nodes: Mapping[str, str | os.PathLike[str] | None],
@@ -187,7 +204,7 @@ def start_local_cluster(root: str | os.PathLike[str], nodes: Mapping[str, str | 
     env.pop("RAY_ADDRESS", None)
     env.pop("RAY_AUTH_TOKEN", None)  # it would win over the token file
     env.update(RAY_USAGE_STATS_ENABLED="0", **auth_env(token_path), **HEALTH_CHECK, **(extra_env or {}))
-    temp = Path(tempfile.mkdtemp(prefix="ecr-", dir="/tmp"))
+    temp = private_ray_temp()
     cluster = LocalCluster(root, temp, f"127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}", env)
     os.environ.pop("RAY_AUTH_TOKEN", None)
     os.environ.update(auth_env(token_path))  # this process is a client of it too

@@ -2,7 +2,8 @@
 
 Questions about a node (its address, interfaces, whether a path exists, the IFNAME variables its raylet
 has) go to that node's NodeAgent actor. A rank is a Ray job pinned to its node (`entrypoint_resources=
-pin(node)`) whose entrypoint is `cluster.rank_session`: the rank in a session of its own, stopped as a whole
+pin(node)`) whose entrypoint is `cluster.rank_session` (its argv and env in a private file on the node:
+cluster/handoff.py): the rank in a session of its own, stopped as a whole
 (its schedulers outlive a dead launcher). `poll` reads the job's status and copies its log into the rank's
 log file here, as cluster/jobs.py does for a step; `stop` is `stop_job`, then waits for the job to end.
 A rank's environment is its raylet's plus the plan's `[env]`/step `env` (the keys the engine names in
@@ -11,16 +12,13 @@ EAGLE_CONSOLE_RANK_ENV), never the console machine's whole environment: that is 
 
 from __future__ import annotations
 
-import shlex
-import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from eagle_console.cluster import pin
-from eagle_console.cluster.job_events import copy_job_log, encode_spec, split_log, whole_lines
-from eagle_console.cluster.jobs import STOP_EXTRA_S
+from eagle_console.cluster.job_events import copy_job_log, split_log, whole_lines
+from eagle_console.cluster.jobs import STOP_EXTRA_S, submit_with_spec
 from eagle_console.sglang.multinode import IFNAME_VARS
 from eagle_console.sglang.noderunner import NodeError, RankProcess
 
@@ -83,15 +81,18 @@ class RayRunner:
     def start(self, node: str, rank: int, argv: list[str], env: Mapping[str, str], log: Path) -> RankProcess:
         from eagle_console.statedir import private_dirs, write_private
 
+        # the rank's env holds the plan's [env] (an HF token): it goes by a private file on the node, never
+        # in the entrypoint (cluster/handoff.py)
         spec = {"argv": list(argv), "env": {**self.forward, **env}}
-        entry = f"exec {shlex.quote(sys.executable)} -m eagle_console.cluster.rank_session --spec {encode_spec(spec)}"
         private_dirs(log.parent)
         log.unlink(missing_ok=True)
         write_private(log, "")  # there from the start: the service tails rank 0's
         try:
-            job_id = self._client().submit_job(entrypoint=entry, entrypoint_resources=pin(node),
-                                               entrypoint_num_cpus=0,
-                                               metadata={"eagle_console_rank": str(rank), "node": node})
+            self._ask(node, "ping")  # a node unknown to the cluster is said as such
+            job_id = submit_with_spec(self._client(), node, spec, "-m eagle_console.cluster.rank_session --spec-file",
+                                      metadata={"eagle_console_rank": str(rank), "node": node}, exec_=True)
+        except NodeError:
+            raise
         except Exception as exc:  # noqa: BLE001 - the cluster's refusal, said with the node
             raise NodeError(f"node {node}: could not submit rank {rank}'s Ray job: {exc}") from None
         return RankProcess(node=node, rank=rank, ref={"job_id": job_id, "address": self.cluster}, log=str(log))

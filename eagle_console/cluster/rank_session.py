@@ -1,6 +1,10 @@
 """The entrypoint of a rank's Ray job: the rank in a session of its own, stopped as a whole. No Ray import.
 
-    python -m eagle_console.cluster.rank_session --spec B64    (B64: {"argv": [...], "env": {...}, "grace_s"})
+    python -m eagle_console.cluster.rank_session --spec-file PATH   (PATH: {"argv": [...], "env": {...}, "grace_s"})
+
+PATH is a private file on this node that the node's agent wrote (cluster/handoff.py); it is read and
+removed at once. The rank's env (the plan's `[env]`: an HF token) is never in the job's entrypoint, which
+every user of the node sees in `ps` and Ray writes into its logs.
 
 Ray runs a job's entrypoint in a new session and `stop_job` signals the entrypoint and its descendants
 (job_supervisor.py, 2.60.0). But a rank whose launcher died leaves its schedulers behind, reparented: no
@@ -31,13 +35,14 @@ def exit_status(code: int | None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="eagle_console.cluster.rank_session")
-    ap.add_argument("--spec", required=True)
+    ap.add_argument("--spec-file", required=True)
     args = ap.parse_args(argv)
-    from eagle_console.cluster.job_events import JobEvents, decode_spec
+    from eagle_console.cluster.handoff import take_spec
+    from eagle_console.cluster.job_events import JobEvents
     from eagle_console.engine.procs import create_time, stop_session
     from eagle_console.engine.pyenv import forget_own_entry
 
-    spec = decode_spec(args.spec)
+    spec = take_spec(args.spec_file)
     grace = float(spec.get("grace_s", DEFAULT_GRACE_S))
     forget_own_entry()  # the rank gets the node's PYTHONPATH (and the plan's), not ours
     stop = threading.Event()

@@ -18,6 +18,9 @@ from pathlib import Path
 
 OWN_ENTRY_VAR = "EAGLE_CONSOLE_OWN_PYTHONPATH"
 ACTION_MODULE = "eagle_console.engine.action"
+# A built-in's call (its `with` table: a URL with a password) reaches its process here, not on its argv,
+# which every local user reads (`ps`); a process's environment is its own user's (/proc/PID/environ, 0400).
+CALL_VAR = "EAGLE_CONSOLE_CALL"
 SITE_DIR_NAMES = ("site-packages", "dist-packages")
 
 
@@ -76,12 +79,40 @@ def forget_own_entry() -> None:
 
 
 def builtin_argv(call_json: str) -> list[str]:
-    """The command of a built-in action: this interpreter, this package."""
+    """The command of a built-in action as a spec keeps it (the spec is 0600): this interpreter, this
+    package, the call. `child_command` moves the call into the environment when the process starts."""
     return [sys.executable, "-m", ACTION_MODULE, "--call", call_json]
 
 
 def is_builtin_argv(argv: list[str]) -> bool:
     return argv[1:3] == ["-m", ACTION_MODULE]
+
+
+def child_command(argv: list[str], overrides: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The argv and environment a supervisor starts `argv` with: a built-in's call goes into CALL_VAR and
+    its argv keeps only the built-in's name (`--uses NAME`, for `ps` and the GPU pane)."""
+    env = child_env(argv, overrides)
+    if is_builtin_argv(argv) and argv[3:4] == ["--call"] and len(argv) > 4:
+        env[CALL_VAR] = argv[4]
+        argv = [*argv[:3], "--uses", builtin_name(argv)]
+    return argv, env
+
+
+def builtin_name(argv: list[str]) -> str:
+    """The `uses` name of a built-in's argv (from its call), "?" when unreadable."""
+    import json
+
+    try:
+        return str(json.loads(argv[argv.index("--call") + 1])["uses"])
+    except (ValueError, IndexError, KeyError, TypeError):
+        return "?"
+
+
+def shown(argv: list[str]) -> str:
+    """`argv` for a log line: a built-in as `built-in NAME`, never its call (its `with` values)."""
+    if is_builtin_argv(argv):
+        return f"built-in {builtin_name(argv)}"
+    return " ".join(argv)
 
 
 def child_env(argv: list[str], overrides: Mapping[str, str]) -> dict[str, str]:

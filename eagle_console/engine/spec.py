@@ -2,7 +2,7 @@
 
 The supervisor never loads the plan: everything (argv, env, cwd, log, timeouts, ready) is resolved by the
 engine, so a plan edited while a run goes on cannot change what that run does. Nor does a built-in's
-action process: its argv carries a BuiltinCall (the `with` table as interpolated at start, and the rest).
+action process: it gets a BuiltinCall (the `with` table as interpolated at start, and the rest).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from eagle_console.statedir import private_dirs, write_private
 
 @dataclass
 class BuiltinCall:
-    """What one built-in action gets: `python -m eagle_console.engine.action --call JSON`."""
+    """What one built-in action gets: `python -m eagle_console.engine.action --uses NAME`, this as JSON in
+    its environment (EAGLE_CONSOLE_CALL: a command line is every local user's; pyenv.child_command)."""
 
     uses: str
     mode: str  # run | check | rollback | undo

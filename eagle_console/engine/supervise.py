@@ -1,6 +1,10 @@
 """The supervisor: one small process per run, in its own session, that owns the action.
 
-    python -m eagle_console.engine.supervise SPEC.json [--detach]
+    python -m eagle_console.engine.supervise SPEC.json [--detach]      (a run on this machine)
+    python -m eagle_console.engine.supervise --job-spec PATH          (a Ray job's, cluster/handoff.py)
+
+The spec (the plan's `[env]`: an HF token) is always a private file, never on the command line, which
+every local user reads (`ps`); a built-in's call goes to its process in its environment (pyenv.child_command).
 
 It starts the action (in a session of its own, output straight into the step's log), records `::result`
 lines (and keeps the last `::reason` line, a built-in's one-line why, for the run's reason if it fails), enforces the timeout on the whole session, checks readiness of services, runs the `check`, and
@@ -23,7 +27,7 @@ from typing import Any
 
 from eagle_console.engine import exitslot
 from eagle_console.engine.procs import alive, create_time, stop_session
-from eagle_console.engine.pyenv import child_env, forget_own_entry
+from eagle_console.engine.pyenv import child_command, forget_own_entry, shown
 from eagle_console.engine.spec import ActionSpec, RollbackSpec, read_spec
 from eagle_console.journal import EventKind, Journal
 from eagle_console.journal.faults import JournalError
@@ -133,9 +137,10 @@ class Supervisor:
         except NotRegularFile as exc:  # a FIFO/device log: run anyway (timeout, SIGTERM), output dropped
             print(f"[eagle-console] the action's output is discarded: {exc}", file=sys.stderr, flush=True)
             log = subprocess.DEVNULL
+        argv, child_env = child_command(argv, env)  # a built-in's call by its env, not its argv
         try:
             return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                    cwd=cwd, env=child_env(argv, env), start_new_session=True)
+                                    cwd=cwd, env=child_env, start_new_session=True)
         finally:
             if log >= 0:
                 os.close(log)
@@ -218,7 +223,7 @@ def run_action(spec: ActionSpec) -> int:
     me = os.getpid()
     journal.record_proc(spec.run_id, spec.step_id, supervisor_pid=me, supervisor_ctime=create_time(me))
     sup.note(f"{journal.run_label(spec.run_id)} started at {time.strftime('%Y-%m-%d %H:%M:%S')}: "
-             f"{' '.join(spec.argv)}")
+             f"{shown(spec.argv)}")
     ready_seen = False
     said: str | None = None  # the action's last `::reason`
     ready_re = re.compile(spec.ready.log) if spec.ready and spec.ready.log else None
@@ -246,7 +251,7 @@ def run_action(spec: ActionSpec) -> int:
         if http_ok(spec.ready.http):
             ready_seen = True
             journal.record_ready(spec.run_id, spec.step_id)
-            sup.note(f"ready ({spec.ready.http} answered 2xx)")
+            sup.note(f"ready ({shown_url(spec.ready.http)} answered 2xx)")
 
     started = time.monotonic()
     limit = spec.timeout_s
@@ -292,7 +297,7 @@ def run_action(spec: ActionSpec) -> int:
                         step_status="failed")
         return 1
     if spec.check_argv:
-        sup.note(f"check: {' '.join(spec.check_argv)}")
+        sup.note(f"check: {shown(spec.check_argv)}")
         check_deadline = None if spec.timeout_s is None else started + spec.timeout_s
         try:
             checker = sup.start(spec.check_argv, spec.cwd, spec.env)
@@ -333,6 +338,12 @@ def _service_ended(journal: Journal, sup: Supervisor, spec: ActionSpec, rc: int,
     keep_exit(journal, spec.run_id, spec.step_id, exit_code=rc, outcome="failed", reason=reason,
                     step_status="failed")
     return 1
+
+
+def shown_url(url: str) -> str:
+    from eagle_console.httpnet import shown_url
+
+    return shown_url(url)
 
 
 def http_ok(url: str) -> bool:
@@ -421,20 +432,23 @@ def _stop_run(journal: Journal, sup: Supervisor, step_id: str, stop: dict, grace
     sup.note(f"{step_id}: the run's supervisor did not record its end within {grace_s + 10.0:g}s")
 
 
+USAGE = "usage: python -m eagle_console.engine.supervise SPEC.json [--detach] | --job-spec PATH"
+
+
 def main(argv: list[str]) -> int:
-    if not argv:
-        print("usage: python -m eagle_console.engine.supervise SPEC.json [--detach]", file=sys.stderr)
+    if not argv or (argv[0] == "--job-spec" and len(argv) < 2):
+        print(USAGE, file=sys.stderr)
         return 2
     if "--detach" in argv and os.fork() > 0:
         os._exit(0)  # the caller reaps this parent at once; the child below is adopted by init
     if "--detach" in argv:
         os.setsid()
     forget_own_entry()  # what we start gets the operator's PYTHONPATH (child_env adds ours where needed)
-    if argv[0] == "--spec-b64":  # a Ray job's entrypoint: the spec travels in the command line
-        from eagle_console.cluster.job_events import decode_spec
+    if argv[0] == "--job-spec":  # a Ray job's entrypoint: a private file on this node, taken (read, removed)
+        from eagle_console.cluster.handoff import take_spec
         from eagle_console.engine.spec import spec_from_data
 
-        spec = spec_from_data(decode_spec(argv[1]))
+        spec = spec_from_data(take_spec(argv[1]))
     else:
         spec = read_spec(Path(argv[0]))
     try:

@@ -42,6 +42,7 @@ class SglangBench(Builtin):
         return problems
 
     def run(self, ctx: ActionContext) -> int:
+        from eagle_console.httpnet import shown_url
         from eagle_console.sglang.bench import load_prompts, run_bench
         from eagle_console.sglang.client import ServerError
 
@@ -55,7 +56,7 @@ class SglangBench(Builtin):
             prompts = load_prompts(a.get("prompt"), prompts_file)
         except ValueError as exc:
             raise BuiltinError(str(exc)) from None
-        ctx.say(f"benchmarking {a['url']}: {requests} requests x {max_new} new tokens, one at a time")
+        ctx.say(f"benchmarking {shown_url(a['url'])}: {requests} requests x {max_new} new tokens, one at a time")
 
         def progress(done: int, total: int, s) -> None:
             if s.error is not None:
