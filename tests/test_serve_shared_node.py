@@ -88,6 +88,40 @@ def test_the_token_is_not_in_ps_for_another_user(plan: Path, stranger: str, tmp_
         assert environ.returncode != 0 and TOKEN not in environ.stdout  # the environment is the owner's alone
 
 
+def consoles_in_session(sid: int) -> list[int]:
+    """The console processes (`eagle_console tui`) the server started: they share its session."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            if os.getsid(int(entry.name)) == sid and b"eagle_console" in argv and b"tui" in argv:
+                found.append(int(entry.name))
+        except OSError:  # gone meanwhile
+            continue
+    return found
+
+
+def test_consoles_do_not_inherit_the_token(plan: Path) -> None:
+    import aiohttp
+
+    async def console_environ(port: int, sid: int) -> list[bytes]:
+        base = f"http://127.0.0.1:{port}"
+        async with aiohttp.ClientSession() as session:
+            ws = await session.ws_connect(f"{base}/ws", headers={"Authorization": f"Bearer {TOKEN}", "Origin": base})
+            await asyncio.wait_for(ws.receive(), 300)  # the console is up
+            environs = [Path(f"/proc/{pid}/environ").read_bytes() for pid in consoles_in_session(sid)]
+            await ws.close()
+        return environs
+
+    port = free_port()
+    with served([str(plan)], port) as proc:
+        environs = asyncio.run(console_environ(port, proc.pid))
+    assert len(environs) == 1
+    assert b"EAGLE_CONSOLE_TOKEN" not in environs[0] and TOKEN.encode() not in environs[0]
+
+
 def test_a_token_on_the_command_line_is_refused(plan: Path) -> None:
     secret = "argv-token-7d1e55"
     out = subprocess.run([sys.executable, "-m", "eagle_console", "serve", str(plan), "--token", secret,

@@ -50,12 +50,16 @@ class Redact(logging.Filter):
     (no Host header, a malformed line) is one line: its traceback's locals and the message hold the raw bytes."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except (TypeError, ValueError):  # a record whose arguments do not fit its format: say the format only
+            message = str(record.msg)
         exc = record.exc_info[1] if record.exc_info else None
         if isinstance(exc, HttpProcessingError):
             first = (str(exc.message).strip().splitlines() or [""])[0][:120]
-            record.msg, record.args = "%s (%s: %s)", (record.getMessage(), exc.code, first)
+            message = f"{message} ({exc.code}: {first})"
             record.exc_info, record.exc_text, record.levelno, record.levelname = None, None, logging.WARNING, "WARNING"
-        record.msg, record.args = redact(record.getMessage()), ()
+        record.msg, record.args = redact(message), ()
         return True
 
 
