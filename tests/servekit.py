@@ -1,5 +1,6 @@
-"""A served console (`eagle-console serve` as a real subprocess) and a headless Chromium driven over the
-DevTools protocol (aiohttp's websocket client: textual-serve already depends on aiohttp)."""
+"""A served console (`eagle-console serve` as a real subprocess), a throwaway second local user, raw HTTP,
+and a headless Chromium driven over the DevTools protocol (aiohttp's websocket client: textual-serve
+already depends on aiohttp)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import base64
 import contextlib
 import itertools
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -18,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+TOKEN = "test-token-4f9c2a7e1b"  # what served() gives the server (EAGLE_CONSOLE_TOKEN) unless told otherwise
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 # The page keeps its xterm.js Terminal in a closure; the test re-serves textual.js with one more
@@ -74,10 +77,15 @@ def stop_group(proc: subprocess.Popen) -> None:
 
 
 @contextlib.contextmanager
-def served(args: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen]:
-    """`eagle-console serve ARGS --port PORT`, listening, in a session of its own."""
+def served(args: list[str], port: int, env: dict[str, str] | None = None,
+           token: str | None = TOKEN) -> Iterator[subprocess.Popen]:
+    """`eagle-console serve ARGS --port PORT`, listening, in a session of its own; its token in
+    EAGLE_CONSOLE_TOKEN (None: none given, the server generates one)."""
     cmd = [sys.executable, "-m", "eagle_console", "serve", *args, "--port", str(port)]
     full_env = {**os.environ, "COLUMNS": "200", **(env or {})}
+    full_env.pop("EAGLE_CONSOLE_TOKEN", None)
+    if token is not None:
+        full_env["EAGLE_CONSOLE_TOKEN"] = token
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env=full_env, start_new_session=True)
     try:
@@ -85,6 +93,46 @@ def served(args: list[str], port: int, env: dict[str, str] | None = None) -> Ite
         yield proc
     finally:
         stop_group(proc)
+
+
+def raw_request(port: int, data: bytes) -> bytes:
+    """Bytes sent as they are on a fresh connection (no client fixes the request up); the reply until close."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(data)
+        chunks = []
+        while chunk := s.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def status_of(reply: bytes) -> int:
+    return int(reply.split(b" ", 2)[1])
+
+
+@contextlib.contextmanager
+def local_user() -> Iterator[str]:
+    """A throwaway local user (no home, no login shell), deleted afterwards. Needs root."""
+    name = f"ecsrv{secrets.token_hex(4)}"
+    subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True,
+                   capture_output=True, timeout=60)
+    try:
+        yield name
+    finally:
+        subprocess.run(["userdel", name], check=True, capture_output=True, timeout=60)
+
+
+def as_user(name: str, argv: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
+    """ARGV run as user NAME (runuser: real uid and gid switched, no shell) from a directory they can read."""
+    return subprocess.run(["runuser", "-u", name, "--", *argv], capture_output=True, text=True, timeout=timeout,
+                          cwd="/")
+
+
+def python_for(name: str) -> str | None:
+    """A Python user NAME may run (ours may lie under root's 0700 home); their client needs the stdlib only."""
+    for candidate in (sys.executable, "/usr/bin/python3", "/usr/local/bin/python3"):
+        if os.path.exists(candidate) and as_user(name, [candidate, "-I", "-c", "pass"], timeout=60).returncode == 0:
+            return candidate
+    return None
 
 
 @contextlib.contextmanager

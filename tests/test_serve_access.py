@@ -1,6 +1,6 @@
-"""Who may reach `eagle-console serve`: loopback by default; off loopback only with the token (401
-without it); a loopback server refuses a Host that is not loopback (DNS rebinding) and other origins.
-Real servers on real ports, plain HTTP requests."""
+"""Who may reach `eagle-console serve`: only with the token (401 without it), on loopback too; a loopback
+server refuses a Host that is not loopback (DNS rebinding) and other origins. Real servers on real ports,
+plain HTTP requests. A second local user, leaked tokens and the console limit: test_serve_shared_node.py."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from servekit import free_port, served
+from servekit import TOKEN, free_port, served
 
-from eagle_console.serve.access import Access, AccessError, host_of, is_loopback
+from eagle_console.serve.access import Access, AccessError, host_of, is_loopback, redact, same_origin
 
 PLAN = '[plan]\nid = "srv"\ntitle = "served"\n\n[[phase]]\nid = "p"\ntitle = "P"\n  [[phase.step]]\n  id = "p.1"\n' \
        '  title = "one"\n'
@@ -33,19 +33,37 @@ def test_loopback_names() -> None:
     assert host_of("[::1]:8000") == "::1" and host_of("http://Example.com:80") == "example.com"
 
 
-def test_a_token_is_required_off_loopback_and_generated_when_not_given() -> None:
-    assert Access.decide("127.0.0.1", None).token is None
-    generated = Access.decide("0.0.0.0", None).token
-    assert generated and len(generated) >= 24 and generated != Access.decide("0.0.0.0", None).token
-    assert Access.decide("0.0.0.0", "s3cret-token").token == "s3cret-token"
-    with pytest.raises(AccessError):
-        Access.decide("0.0.0.0", "short")
+def test_a_token_is_always_required_and_generated_when_not_given() -> None:
+    for host in ("127.0.0.1", "0.0.0.0"):
+        generated = Access.decide(host, None)
+        assert generated.generated and len(generated.token) >= 24 and generated.token != Access.decide(host, None).token
+    given = Access.decide("127.0.0.1", "s3cret-token")
+    assert given.token == "s3cret-token" and not given.generated
+    for bad in ("short", "", "two words here"):
+        with pytest.raises(AccessError):
+            Access.decide("0.0.0.0", bad)
+
+
+def test_an_origin_is_this_server_only_scheme_host_and_port() -> None:
+    assert same_origin("http://127.0.0.1:8000", "127.0.0.1:8000")
+    assert same_origin("http://localhost", "localhost:80")
+    assert same_origin("http://[::1]:8000", "[::1]:8000")
+    assert not same_origin("http://127.0.0.1:9000", "127.0.0.1:8000")  # another loopback port: another origin
+    assert not same_origin("https://127.0.0.1:8000", "127.0.0.1:8000")
+    assert not same_origin("http://localhost:8000", "127.0.0.1:8000")
+    assert not same_origin("null", "127.0.0.1:8000") and not same_origin("http://x:99999", "x:99999")
+
+
+def test_logged_text_loses_its_tokens() -> None:
+    line = 'GET /?fontsize=3&token=abc-DEF_123&x=1 HTTP/1.1 "http://h/?token=zzz" Authorization: Bearer qqq.www'
+    assert redact(line) == ('GET /?fontsize=3&token=<redacted>&x=1 HTTP/1.1 "http://h/?token=<redacted>" '
+                            'Authorization: Bearer <redacted>')
 
 
 def test_off_loopback_a_request_without_the_token_is_refused(plan: Path) -> None:
     pytest.importorskip("textual_serve", reason="the `serve` extra is not installed")
     port, token = free_port(), "s3cret-token-123"
-    with served([str(plan), "--host", "0.0.0.0", "--token", token], port):
+    with served([str(plan), "--host", "0.0.0.0"], port, token=token):
         base = f"http://127.0.0.1:{port}"
         assert httpx.get(f"{base}/").status_code == 401
         assert httpx.get(f"{base}/?token=wrong-token-0").status_code == 401
@@ -60,28 +78,32 @@ def test_off_loopback_a_request_without_the_token_is_refused(plan: Path) -> None
         assert httpx.get(f"{base}/", headers={"Authorization": f"Bearer {token}"}).status_code == 200
 
 
-def test_a_generated_token_is_printed_in_the_url(plan: Path) -> None:
+@pytest.mark.parametrize("host", ["127.0.0.1", "0.0.0.0"])
+def test_a_generated_token_is_printed_in_the_url_and_required(plan: Path, host: str) -> None:
     pytest.importorskip("textual_serve", reason="the `serve` extra is not installed")
     port = free_port()
-    with served([str(plan), "--host", "0.0.0.0"], port) as proc:
-        assert httpx.get(f"http://127.0.0.1:{port}/").status_code == 401
-    out = proc.stdout.read()
-    found = re.search(r"\?token=([\w-]+)", out)
-    assert found, out
-    assert "listening off loopback" in out
+    with served([str(plan), "--host", host], port, token=None) as proc:
+        base = f"http://127.0.0.1:{port}"
+        assert httpx.get(f"{base}/").status_code == 401
+        # the URL is on the first line, printed at startup
+        found = re.search(r"\?token=([\w-]+)", proc.stdout.readline())
+        assert found
+        assert httpx.get(f"{base}/", headers={"Authorization": f"Bearer {found.group(1)}"}).status_code == 200
+    assert ("listening off loopback" in proc.stdout.read()) == (host == "0.0.0.0")
 
 
 def test_loopback_refuses_a_foreign_host_or_origin(plan: Path) -> None:
     pytest.importorskip("textual_serve", reason="the `serve` extra is not installed")
     port = free_port()
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
     with served([str(plan)], port):
         base = f"http://127.0.0.1:{port}"
-        page = httpx.get(f"{base}/")
+        page = httpx.get(f"{base}/", headers=bearer)
         assert page.status_code == 200
         assert f"ws://127.0.0.1:{port}/ws" in page.text  # the page's URLs name the address the browser used
-        assert httpx.get(f"{base}/", headers={"Host": "rebound.example"}).status_code == 403
-        assert httpx.get(f"{base}/", headers={"Origin": "http://evil.example"}).status_code == 403
-        assert httpx.get(f"http://localhost:{port}/").status_code == 200
+        assert httpx.get(f"{base}/", headers={"Host": "rebound.example", **bearer}).status_code == 403
+        assert httpx.get(f"{base}/", headers={"Origin": "http://evil.example", **bearer}).status_code == 403
+        assert httpx.get(f"http://localhost:{port}/", headers=bearer).status_code == 200
 
 
 def test_without_the_extra_it_says_how_to_install_it(plan: Path) -> None:
@@ -95,8 +117,9 @@ def test_without_the_extra_it_says_how_to_install_it(plan: Path) -> None:
 
 def test_a_short_token_is_refused_before_listening(plan: Path) -> None:
     pytest.importorskip("textual_serve", reason="the `serve` extra is not installed")
+    env = {**os.environ, "EAGLE_CONSOLE_TOKEN": "abc"}
     out = subprocess.run([sys.executable, "-m", "eagle_console", "serve", str(plan), "--host", "0.0.0.0",
-                          "--token", "abc", "--port", str(free_port())], capture_output=True, text=True, timeout=60)
+                          "--port", str(free_port())], capture_output=True, text=True, timeout=60, env=env)
     assert out.returncode == 2 and "at least 8 characters" in out.stderr
 
 

@@ -1,5 +1,6 @@
 """`eagle-console serve` on the demo node, in a real headless Chromium: the page loads, the plan tree and
-the GPU rows are on the screen, and a key press reaches the console (`?` opens the keys help).
+the GPU rows are on the screen, and a key press reaches the console (`?` opens the keys help). The page is
+opened with `?token=` once, as the operator opens the printed URL; the cookie carries the rest.
 
 With EAGLE_CONSOLE_WRITE_SCREENSHOT=1 the first screenshot is saved as docs/captures/serve-chromium.png.
 """
@@ -12,7 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from servekit import DevTools, chromium, chromium_binary, free_port, served
+from servekit import TOKEN, DevTools, chromium, chromium_binary, free_port, served
 
 pytest.importorskip("textual_serve", reason="the `serve` extra is not installed: pip install '.[serve]'")
 CHROMIUM = chromium_binary()
@@ -48,7 +49,7 @@ def test_the_served_console_in_chromium(demo, tmp_path):
                 await page.expose_terminal_on_load()
                 await page.send("Page.enable")
                 await page.send("Emulation.setFocusEmulationEnabled", enabled=True)
-                await page.send("Page.navigate", url=f"http://127.0.0.1:{port}/?fontsize=12")
+                await page.send("Page.navigate", url=f"http://127.0.0.1:{port}/?token={TOKEN}&fontsize=12")
                 # the plan tree (its first steps) and the GPU rows (the demo's 95.6 GiB cards)
                 main = await page.wait_screen("PLAN", "0.1 Kill any existing", "GPUs", "/95.6 GiB")
                 assert page.patched == 1, "textual.js no longer opens its terminal as the test expects"

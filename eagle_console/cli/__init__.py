@@ -51,6 +51,7 @@ environment:
   EAGLE_CONSOLE_DEBUG        1: show the traceback of an internal error
   EAGLE_CONSOLE_NODES        JSON file of the nodes a multi-node sglang.server runs on this machine
   EAGLE_CONSOLE_NODE_RUNNER  module:factory of the runner that reaches other nodes (the cluster extra)
+  EAGLE_CONSOLE_TOKEN        serve: the token a browser must give (never --token: ps shows argv)
   NO_COLOR                   set and not empty: no colour unless --color always
 
 Completion: eagle-console completion bash|zsh. Every --json document carries "schema": 1.

@@ -1,0 +1,243 @@
+"""`eagle-console serve` on a shared node, attacked the way a second local user would: a real server on
+127.0.0.1, a throwaway user made by the test (useradd; runuser runs their client and their `ps`), raw
+sockets for requests no client library would send, real consoles up to the limit."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from servekit import TOKEN, as_user, free_port, local_user, python_for, raw_request, served, status_of
+
+pytest.importorskip("textual_serve", reason="the `serve` extra is not installed: pip install '.[serve]'")
+
+PLAN = '[plan]\nid = "srv"\ntitle = "served"\n\n[[phase]]\nid = "p"\ntitle = "P"\n  [[phase.step]]\n  id = "p.1"\n' \
+       '  title = "one"\n'
+DEFAULT_MAX_CONSOLES = 4  # docs/cli.md: "--max-consoles N (default 4)"
+WS_HEADERS = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+              "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+
+# What the other user runs (stdlib only, by the same interpreter): the page and the websocket that would
+# start a console, without the token and with a guessed one. A 101 reply is a console started for them.
+STRANGER = """
+import http.client, json, sys
+port, ws_headers = int(sys.argv[1]), json.loads(sys.argv[2])
+def get(path, headers):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("GET", path, headers=headers)
+    reply = conn.getresponse()
+    if reply.status != 101:
+        reply.read()
+    conn.close()
+    return reply.status
+origin = {"Origin": f"http://127.0.0.1:{port}"}
+print(json.dumps({"page": get("/", {}), "console": get("/ws", {**ws_headers, **origin}),
+                  "guessed": get("/ws?token=guessed-token-1", {**ws_headers, **origin})}))
+"""
+
+
+@pytest.fixture
+def plan(tmp_path: Path) -> Path:
+    path = tmp_path / "plan.toml"
+    path.write_text(PLAN)
+    return path
+
+
+@pytest.fixture
+def stranger() -> str:
+    if os.geteuid() != 0:
+        pytest.skip("needs root: the test creates a second local user (useradd) and runs as it (runuser)")
+    if not (shutil.which("useradd") and shutil.which("userdel") and shutil.which("runuser")):
+        pytest.skip("useradd, userdel or runuser is missing (Debian: the passwd and util-linux packages)")
+    with local_user() as name:
+        yield name
+
+
+def test_another_local_user_gets_no_console_on_loopback(plan: Path, stranger: str) -> None:
+    port = free_port()
+    with served([str(plan)], port):
+        python = python_for(stranger)
+        if python is None:
+            pytest.skip(f"no Python that user {stranger} may run (ours is {sys.executable})")
+        out = as_user(stranger, [python, "-I", "-c", STRANGER, str(port), json.dumps(WS_HEADERS)])
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout) == {"page": 401, "console": 401, "guessed": 401}
+        # the operator, with the token, still gets one
+        owner = httpx.get(f"http://127.0.0.1:{port}/", headers={"Authorization": f"Bearer {TOKEN}"})
+        assert owner.status_code == 200
+
+
+def test_the_token_is_not_in_ps_for_another_user(plan: Path, stranger: str, tmp_path: Path) -> None:
+    port = free_port()
+    with served([str(plan)], port) as proc:  # the token in EAGLE_CONSOLE_TOKEN, as docs/cli.md says
+        assert httpx.get(f"http://127.0.0.1:{port}/", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+        assert httpx.get(f"http://127.0.0.1:{port}/").status_code == 401
+        seen = as_user(stranger, ["ps", "-eo", "pid,args"])
+        assert seen.returncode == 0, seen.stderr
+        assert f"{proc.pid} " in seen.stdout and "serve" in seen.stdout  # they do see the server
+        assert TOKEN not in seen.stdout
+        environ = as_user(stranger, ["cat", f"/proc/{proc.pid}/environ"])
+        assert environ.returncode != 0 and TOKEN not in environ.stdout  # the environment is the owner's alone
+
+
+def consoles_in_session(sid: int) -> list[int]:
+    """The console processes (`eagle_console tui`) the server started: they share its session."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            if os.getsid(int(entry.name)) == sid and b"eagle_console" in argv and b"tui" in argv:
+                found.append(int(entry.name))
+        except OSError:  # gone meanwhile
+            continue
+    return found
+
+
+def test_consoles_do_not_inherit_the_token(plan: Path) -> None:
+    import aiohttp
+
+    async def console_environ(port: int, sid: int) -> list[bytes]:
+        base = f"http://127.0.0.1:{port}"
+        async with aiohttp.ClientSession() as session:
+            ws = await session.ws_connect(f"{base}/ws", headers={"Authorization": f"Bearer {TOKEN}", "Origin": base})
+            await asyncio.wait_for(ws.receive(), 300)  # the console is up
+            environs = [Path(f"/proc/{pid}/environ").read_bytes() for pid in consoles_in_session(sid)]
+            await ws.close()
+        return environs
+
+    port = free_port()
+    with served([str(plan)], port) as proc:
+        environs = asyncio.run(console_environ(port, proc.pid))
+    assert len(environs) == 1
+    assert b"EAGLE_CONSOLE_TOKEN" not in environs[0] and TOKEN.encode() not in environs[0]
+
+
+def test_a_token_on_the_command_line_is_refused(plan: Path) -> None:
+    secret = "argv-token-7d1e55"
+    out = subprocess.run([sys.executable, "-m", "eagle_console", "serve", str(plan), "--token", secret,
+                          "--port", str(free_port())], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2, out.stdout
+    assert "shown to every user" in out.stderr and "--token-file" in out.stderr
+    assert secret not in out.stderr + out.stdout
+
+
+def test_a_token_file_must_be_private(plan: Path, tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text("file-token-0c4b9e\n")
+    token_file.chmod(0o644)
+    cmd = [sys.executable, "-m", "eagle_console", "serve", str(plan), "--token-file", str(token_file)]
+    out = subprocess.run([*cmd, "--port", str(free_port())], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert f"{token_file}: the token file is readable by others (mode 0644); chmod 600" in out.stderr
+    token_file.chmod(0o600)
+    port = free_port()
+    with served([str(plan), "--token-file", str(token_file)], port, token=None) as proc:
+        base = f"http://127.0.0.1:{port}"
+        assert httpx.get(f"{base}/", headers={"Authorization": "Bearer file-token-0c4b9e"}).status_code == 200
+        assert httpx.get(f"{base}/").status_code == 401
+    assert "file-token-0c4b9e" not in proc.stdout.read()  # a given token is never printed
+
+
+def test_the_access_log_has_no_token(plan: Path) -> None:
+    port = free_port()
+    with served([str(plan)], port) as proc:
+        base = f"http://127.0.0.1:{port}"
+        first = httpx.get(f"{base}/?token={TOKEN}&fontsize=12")  # the cookie is set, the address bar loses it
+        page = httpx.get(f"{base}/?fontsize=12", cookies=first.cookies, headers={"Referer": f"{base}/?token={TOKEN}"})
+        static = httpx.get(f"{base}/static/css/xterm.css?token={TOKEN}")
+    out = proc.stdout.read()
+    assert TOKEN not in out
+    assert (first.status_code, page.status_code, static.status_code) == (302, 200, 200)
+    assert "GET /?token=<redacted>&fontsize=12" in out  # the requests are logged, their tokens are not
+
+
+def test_a_request_without_host_gets_a_plain_400(plan: Path) -> None:
+    port = free_port()
+    with served([str(plan)], port):
+        for version in (b"1.1", b"1.0"):
+            reply = raw_request(port, b"GET /?token=" + TOKEN.encode() + b" HTTP/" + version +
+                                b"\r\nAuthorization: Bearer " + TOKEN.encode() + b"\r\nConnection: close\r\n\r\n")
+            assert (version, status_of(reply)) == (version, 400)
+
+
+def test_a_malformed_request_logs_no_traceback_and_no_secret(plan: Path) -> None:
+    secret = "bearer-secret-93be01"
+    port = free_port()
+    with served([str(plan)], port) as proc:
+        reply = raw_request(port, b"GET / HTTP/1.1\r\nAuthorization: Bearer " + secret.encode() +
+                            b"\r\nConnection: close\r\n\r\n")
+        assert status_of(reply) == 400
+    out = proc.stdout.read()
+    assert "Missing 'Host' header" in out  # logged, in one line
+    assert secret not in out and "Traceback" not in out and "Authorization" not in out
+
+
+def test_an_origin_on_another_loopback_port_is_refused(plan: Path) -> None:
+    port, other = free_port(), free_port()
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    with served([str(plan)], port):
+        base = f"http://127.0.0.1:{port}"
+        # a page on 127.0.0.1:OTHER is same-site to the browser (it sends the cookie), not same-origin
+        for path, extra in (("/", {}), ("/ws", WS_HEADERS)):
+            refused = httpx.get(f"{base}{path}", headers={**bearer, **extra, "Origin": f"http://127.0.0.1:{other}"})
+            assert (path, refused.status_code) == (path, 403)
+        assert httpx.get(f"{base}/", headers={**bearer, "Origin": base}).status_code == 200
+
+
+async def open_consoles(port: int, count: int) -> tuple[list, object]:
+    """COUNT websockets, each with its console's first output; then what the next handshake got."""
+    import aiohttp
+
+    base = f"http://127.0.0.1:{port}"
+    headers = {"Authorization": f"Bearer {TOKEN}", "Origin": base}
+    session = aiohttp.ClientSession()
+    sockets = []
+    for _ in range(count):
+        sockets.append(await session.ws_connect(f"{base}/ws?width=80&height=24", headers=headers))
+    for ws in sockets:  # a console process is up behind each: its first screen bytes arrive
+        msg = await asyncio.wait_for(ws.receive(), 300)
+        assert msg.type in (aiohttp.WSMsgType.BINARY, aiohttp.WSMsgType.TEXT), msg
+    try:
+        extra = await session.ws_connect(f"{base}/ws?width=80&height=24", headers=headers)
+        await extra.close()
+        refused: object = "a console was started"
+    except aiohttp.WSServerHandshakeError as exc:
+        refused = exc.status
+    page = await session.get(f"{base}/", headers=headers)
+    text = await page.text()
+    for ws in sockets:
+        await ws.close()
+    await session.close()
+    return [refused, page.status, text], sockets
+
+
+def test_a_13th_console_is_refused(plan: Path) -> None:
+    port = free_port()
+    with served([str(plan), "--max-consoles", "12"], port) as proc:
+        (refused, page_status, text), _ = asyncio.run(open_consoles(port, 12))
+    assert (refused, page_status) == (503, 503)
+    assert "12 consoles are open, the most this server allows (--max-consoles 12)" in text
+    assert "refused a console" in proc.stdout.read()
+
+
+def test_consoles_beyond_the_default_limit_are_refused(plan: Path) -> None:
+    port = free_port()
+    with served([str(plan)], port):
+        (refused, page_status, _), _ = asyncio.run(open_consoles(port, DEFAULT_MAX_CONSOLES))
+        assert (refused, page_status) == (503, 503)
+        # the tabs closed: once their consoles have stopped, their places are free again
+        end, status = time.monotonic() + 120, None
+        while status != 200 and time.monotonic() < end:
+            time.sleep(0.2)
+            status = httpx.get(f"http://127.0.0.1:{port}/", headers={"Authorization": f"Bearer {TOKEN}"}).status_code
+        assert status == 200
