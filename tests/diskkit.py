@@ -22,11 +22,6 @@ def mount_tmpfs(where: Path, request, size: str = "4m", mode: str | None = None)
     return where
 
 
-@pytest.fixture
-def small_disk(tmp_path, request) -> Path:
-    return mount_tmpfs(tmp_path / "mnt", request)
-
-
 def fill(where: Path) -> None:
     """Write zeros into `where/filler` until the disk refuses: nothing more fits on it."""
     with open(where / "filler", "wb") as f:

@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from diskkit import fill, small_disk  # noqa: F401 - the fixture
+from diskkit import fill
 from enginekit import wait_for, write_plan
 
 from eagle_console.journal import Journal

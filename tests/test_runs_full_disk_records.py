@@ -20,7 +20,7 @@ import sys
 
 import psutil
 import pytest
-from diskkit import fill, mount_tmpfs, small_disk  # noqa: F401 - the fixture
+from diskkit import fill, mount_tmpfs
 from enginekit import wait_for, write_plan
 
 from eagle_console.engine.procs import alive, stop_session

@@ -113,7 +113,7 @@ NO_REAP = textwrap.dedent("""
 """)
 
 
-def test_a_zombie_supervisor_is_dead_and_its_exit_slot_is_read(plan, tmp_path):
+def test_a_zombie_supervisor_is_dead_not_running(plan, tmp_path):
     holder = subprocess.Popen([sys.executable, "-c", NO_REAP, str(plan)], stdout=subprocess.PIPE, text=True)
     try:
         while holder.stdout.readline().strip() not in ("holding", ""):
@@ -192,3 +192,27 @@ def test_a_reused_session_number_is_not_taken_for_the_lost_action(tmp_path):
     finally:
         other.kill()
         other.wait()
+
+
+def test_the_console_r_key_gets_the_same_refusal(tmp_path):
+    from tuikit import drive, notices, open_app, select, until
+
+    plan = write_plan(tmp_path, FOREVER)
+    try:
+        assert cli(plan, "run", "0.1").returncode == 0
+        run = started(plan)
+        os.kill(run.supervisor_pid, signal.SIGKILL)
+        wait_for(lambda: not alive(run.supervisor_pid, run.supervisor_ctime), timeout=10)
+        app, journal = open_app(plan)
+
+        async def scenario(pilot):
+            await select(pilot, "0.1")
+            await pilot.press("r")
+            said = await until(pilot, lambda: [n for n in notices(app) if "second copy" in n], what="refusal")
+            assert f"pids {run.pid}" in said[0] and said[0].endswith("roll the step back (it stops that session) (u)")
+            assert len(journal.runs()) == 1  # nothing started
+
+        drive(app, scenario)
+        journal.close()
+    finally:
+        cleanup(plan)

@@ -176,6 +176,7 @@ class Engine:
         if service and (running := self.live_service(step_id)):
             raise Refused(f"step {step_id}'s service is already running (run {running.id}, pid {running.pid}); "
                           "roll it back first")
+        self._refuse_second_copy(step_id)
         statuses = self.statuses()
         needs = self.plan.expand_needs(step.needs)
         command = step.action.describe() if step.action.kind != "shell" else (step.action.shell or "")
@@ -201,6 +202,24 @@ class Engine:
         exitslot.reserve(exitslot.exit_slot(self.plan.state_dir, run_id))  # room for the exit on a full disk
         launch_supervisor(spec_path)
         return run_id
+
+    def _refuse_second_copy(self, step_id: str) -> None:
+        """Refuse while an ended run's action still runs (its supervisor died, `kill -9`): starting the step
+        again would run it twice. Its session is found by the recorded sid and leader start time (a reused
+        number is never taken for it); `--force` does not get past this — stopping it does."""
+        from eagle_console.engine.liveness import still_running_many
+
+        ended = [r for r in self.journal.runs(step_id) if r.kind == "action" and r.finished]
+        for run_id, pids in still_running_many(ended).items():
+            if not pids:
+                continue
+            run = self.journal.run(run_id)
+            assert run is not None
+            what = f"{run.outcome}: {run.reason}" if run.reason else run.outcome
+            raise Refused(f"step {step_id}: the action of {self.journal.run_label(run_id)} ({what}) still runs: "
+                          f"pids {', '.join(map(str, pids))} in session {run.sid}; starting the step again would "
+                          f"run a second copy. Stop it first with `pkill -TERM -s {run.sid}`, or roll the step "
+                          "back (it stops that session)", fix="rollback")
 
     def _start_on_node(self, step: Step, spec: ActionSpec) -> int:
         """Submit the run's supervisor as a Ray job on `step.node` (docs/cluster.md): no journal there (its
