@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eagle_console.engine import exitslot
+from eagle_console.engine import exitslot, heldslot
 from eagle_console.engine.procs import alive
 from eagle_console.engine.pyenv import builtin_argv, own_process_env
 from eagle_console.engine.spec import ActionSpec, BuiltinCall, ReadySpec, encode_call, write_spec
@@ -122,10 +122,15 @@ class Engine:
                 reason = "lost: its supervisor never started"
             else:
                 continue
+            held = self._replay_held(run)  # results, readiness, pids its supervisor could not record
             kept = exitslot.read(exitslot.exit_slot(self.plan.state_dir, run.id))
             if kept is not None:  # its supervisor kept the exit when the journal could not take it
+                if held:
+                    kept["reason"] = f"{kept['reason']}; {held}" if kept.get("reason") else held
                 self.journal.end_run(run.id, run.step_id, **kept)
                 continue
+            if held:
+                reason = f"{reason}; {held}"
             status = "failed" if run.kind == "action" else None
             if self.journal.end_run(run.id, run.step_id, exit_code=None, outcome="lost", reason=reason,
                                     step_status=status):
@@ -144,6 +149,25 @@ class Engine:
             from eagle_console.cluster.jobs import reconcile_node_runs
 
             lost += reconcile_node_runs(self.journal, on_nodes, self.plan.cluster.address)
+        return lost
+
+    def _replay_held(self, run: Run) -> str | None:
+        """Record what the dead supervisor of `run` held in its slot (engine/heldslot.py), each record once;
+        returns what the run's reason must add: what was not recorded, or (a read-only reader, which writes
+        nothing) what waits in the slot for a reader that can write."""
+        from eagle_console.engine.recorder import apply_record
+
+        slot = heldslot.held_slot(self.plan.state_dir, run.id)
+        doc = heldslot.read(slot)
+        if doc is None:
+            return None
+        records, unkept = doc.get("held") or [], doc.get("unkept")
+        lost = f"not recorded (its supervisor died holding them): {unkept['text']}" if unkept else None
+        if self.journal.readonly:
+            waiting = f"{heldslot.unkept_text(records)} held in {slot}, recorded by the next console that can write"
+            return "; ".join(filter(None, [waiting if records else None, lost]))
+        for record in records:
+            apply_record(self.journal, run.id, run.step_id, record, held=True)
         return lost
 
     def statuses(self) -> dict[str, str]:
@@ -200,6 +224,7 @@ class Engine:
         spec_path = self.plan.state_dir / "runs" / f"{run_id}.json"
         write_spec(spec_path, spec)
         exitslot.reserve(exitslot.exit_slot(self.plan.state_dir, run_id))  # room for the exit on a full disk
+        heldslot.reserve(heldslot.held_slot(self.plan.state_dir, run_id))  # and for what comes before it
         launch_supervisor(spec_path)
         return run_id
 
