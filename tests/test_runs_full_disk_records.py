@@ -176,3 +176,46 @@ def test_a_service_ready_on_a_full_disk_stays_tracked(tmp_path, small_disk, requ
     out = cli(state, "rollback", str(plan), "0.3", "--yes")  # tracked: the rollback stops it
     assert out.returncode == 0, out.stdout + out.stderr
     assert read_run(state, run.id).outcome == "stopped"
+
+
+MANY_PLAN = RESULTS_PLAN.replace(
+    "echo '::result tok_s=123.5'; echo '::result label=abc'",
+    'for i in $(seq 1 1500); do echo ::result a_result_with_a_rather_long_name_$i=$i; done')
+
+
+def test_what_the_slot_cannot_hold_is_said_exactly(tmp_path, request):
+    """1500 results on a full disk: a live supervisor would write them all once space returns; killed, those
+    its slot held are recorded by the reader and the run's reason says exactly how many (and which) were not.
+    16 MiB: hundreds of one-event transactions grow the WAL to ~4 MiB before SQLite checkpoints it."""
+    small_disk = mount_tmpfs(tmp_path / "mnt", request, size="16m")
+    state = state_with_logs_apart(small_disk, request)
+    plan = write_plan(tmp_path, MANY_PLAN)
+    assert cli(state, "run", str(plan), "0.1").returncode == 0
+    run = wait_for(lambda: (r := read_run(state)) and r.pid and r, timeout=30)
+    request.addfinalizer(lambda: end_supervisor(run))
+    fill(small_disk)
+    (tmp_path / "go").touch()
+    exit_slot = state / "runs" / f"{run.id}.exit"
+    wait_for(lambda: exit_slot.read_text().strip() or not alive(run.supervisor_pid, run.supervisor_ctime),
+             timeout=60)
+    assert alive(run.supervisor_pid, run.supervisor_ctime), "the supervisor died of a write on a full disk"
+    held = json.loads(held_text(state, run.id))
+    kept, unkept = len(held["held"]), held["unkept"]["count"]
+    assert kept + unkept == 1500 and kept > 100 and unkept > 0
+    os.kill(run.supervisor_pid, signal.SIGKILL)
+    wait_for(lambda: not alive(run.supervisor_pid, run.supervisor_ctime), timeout=10)
+    (small_disk / "filler").unlink()
+    from eagle_console.engine.runner import Engine
+    from eagle_console.plan.loader import load_plan
+
+    engine = Engine(load_plan(plan, state_dir=state), Journal(state / "journal.db"))
+    try:
+        assert engine.reconcile() == []
+        ended = engine.journal.run(run.id)
+        recorded = engine.journal.results("0.1")
+    finally:
+        engine.journal.close()
+    assert (ended.outcome, ended.exit_code) == ("completed", 0)
+    assert [r.value for r in recorded] == list(range(1, kept + 1))  # in order, each once
+    assert f"not recorded (its supervisor died holding them): {unkept} records (result " \
+           f"a_result_with_a_rather_long_name_{kept + 1}, " in ended.reason, ended.reason

@@ -19,7 +19,9 @@ from typing import Any
 from eagle_console.statedir import write_private
 
 HELD_BYTES = 32 << 10  # about 400 `::result` lines; the slot is emptied (0 bytes) once the run's exit is in
-MAX_NAMES = 20  # what an `unkept` summary names
+MAX_NAMES = 20  # what an `unkept` summary names, each cut to NAME_CHARS
+NAME_CHARS = 64
+SUMMARY_ROOM = 2048  # kept free for the `unkept` summary (MAX_NAMES names of NAME_CHARS, and the count)
 
 
 def held_slot(state_dir: Path, run_id: int) -> Path:
@@ -32,7 +34,8 @@ def reserve(path: Path) -> None:
 
 def describe(record: dict[str, Any]) -> str:
     """`result tok_s`, `ready`, `proc`: what a record is, for a run's reason."""
-    return f"result {record['name']}" if record.get("kind") == "result" else str(record.get("kind"))
+    name = f"result {record['name']}" if record.get("kind") == "result" else str(record.get("kind"))
+    return name if len(name) <= NAME_CHARS else name[: NAME_CHARS - 1] + "…"
 
 
 def unkept_text(records: list[dict[str, Any]], count: int | None = None) -> str:
@@ -45,19 +48,17 @@ def unkept_text(records: list[dict[str, Any]], count: int | None = None) -> str:
 def keep(path: Path, records: list[dict[str, Any]], lost: list[dict[str, Any]] | None = None) -> bool:
     """Write `records` over the reserved bytes — those that fit, in order; the rest (and `lost`, records the
     supervisor could not even hold) summed up in `unkept`. False if the slot could not be written at all."""
-    lost = lost or []
-    kept = list(records)
-    while True:
-        rest = records[len(kept):] + lost
-        doc: dict[str, Any] = {"held": kept}
-        if rest:
-            doc["unkept"] = {"count": len(rest), "text": unkept_text(rest)}
-        data = json.dumps(doc).encode()
-        if len(data) <= HELD_BYTES:
+    parts: list[str] = []
+    size = 0
+    for record in records:  # in order, up to the room left for the summary (each encoded once per call)
+        enc = json.dumps(record)
+        if size + len(enc.encode()) + 2 > HELD_BYTES - SUMMARY_ROOM:
             break
-        if not kept:
-            return False
-        kept.pop()
+        parts.append(enc)
+        size += len(enc.encode()) + 2
+    rest = records[len(parts):] + (lost or [])
+    summary = f', "unkept": {json.dumps({"count": len(rest), "text": unkept_text(rest)})}' if rest else ""
+    data = ('{"held": [' + ", ".join(parts) + "]" + summary + "}").encode()
     try:
         fd = os.open(path, os.O_WRONLY)
     except OSError:
