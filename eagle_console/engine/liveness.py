@@ -54,10 +54,13 @@ def still_running(run: Run) -> list[int]:
 
 
 def still_running_many(runs: Iterable[Run]) -> dict[int, list[int]]:
-    """For each ended run with a recorded session and leader start time: the live processes of that session
-    (or process group) born after its leader — in one pass over the processes. A session number now led by
-    another process counts only what was born before that leader (engine/procs.session_members' rule)."""
-    wanted = {r.id: r for r in runs if r.finished and r.sid and r.pid_ctime and not r.job_id}
+    """For each `lost` run (its supervisor died) with a recorded session and leader start time: the live
+    processes of that session (or process group) born after its leader — in one pass over the processes. A
+    session number now led by another process counts only what was born before that leader
+    (engine/procs.session_members' rule). Other ended runs had their session swept by their supervisor (a
+    service's leftovers are orphans: `orphans`, K), and only a lost run's is what a rollback stops."""
+    wanted = {r.id: r for r in runs
+              if r.finished and r.outcome == "lost" and r.sid and r.pid_ctime and not r.job_id}
     if not wanted:
         return {}
     me = os.getpid()

@@ -240,7 +240,7 @@ class Engine:
                 continue
             run = self.journal.run(run_id)
             assert run is not None
-            what = f"{run.outcome}: {run.reason}" if run.reason else run.outcome
+            what = run.reason or run.outcome  # "lost: its supervisor (pid N) died ..."
             raise Refused(f"step {step_id}: the action of {self.journal.run_label(run_id)} ({what}) still runs: "
                           f"pids {', '.join(map(str, pids))} in session {run.sid}; starting the step again would "
                           f"run a second copy. Stop it first with `pkill -TERM -s {run.sid}`, or roll the step "
