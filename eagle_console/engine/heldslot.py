@@ -28,8 +28,14 @@ def held_slot(state_dir: Path, run_id: int) -> Path:
     return Path(state_dir) / "runs" / f"{run_id}.held"
 
 
-def reserve(path: Path) -> None:
-    write_private(path, " " * HELD_BYTES)
+def reserve(path: Path) -> bool:
+    """False when there is no room for it: the supervisor then holds its records in memory only (`keep`
+    refuses a slot shorter than HELD_BYTES, so it never needs a new block)."""
+    try:
+        write_private(path, " " * HELD_BYTES)
+        return True
+    except OSError:
+        return False
 
 
 def describe(record: dict[str, Any]) -> str:
