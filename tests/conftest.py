@@ -21,3 +21,11 @@ os.environ.setdefault("EAGLE_CONSOLE_DEBUG", "")
 @pytest.fixture
 def python() -> str:
     return sys.executable
+
+
+@pytest.fixture
+def small_disk(tmp_path, request) -> Path:
+    """A real 4 MiB tmpfs (root only; skipped where mount is not allowed), for full-disk tests (diskkit.fill)."""
+    from diskkit import mount_tmpfs
+
+    return mount_tmpfs(tmp_path / "mnt", request)

@@ -94,3 +94,25 @@ def test_plan_statuses_and_needs(tmp_path: Path) -> None:
     assert unmet_needs(plan, plan.step("0.3"), j.statuses()) == ["0.2"]
     j.mark("0.2", "skipped")
     assert unmet_needs(plan, plan.step("0.3"), j.statuses()) == []
+
+
+def test_a_held_record_is_written_once_whoever_writes_it(tmp_path: Path) -> None:
+    """The supervisor retrying and a reader replaying its held slot (engine/heldslot.py) may both write the
+    same record: the journal keeps one, by its number, each kind apart."""
+    from eagle_console.engine.recorder import apply_record
+
+    a, b = Journal(tmp_path / "journal.db"), Journal(tmp_path / "journal.db")  # two processes' connections
+    run_id = a.begin_run("0.1", command="x", log=None, service=True)
+    held = [{"kind": "result", "name": "tok_s", "value": 1.5, "seq": 1},
+            {"kind": "ready", "seq": 2},
+            {"kind": "proc", "proc": {"pid": 42, "sid": 42}, "seq": 3},
+            {"kind": "result", "name": "tok_s", "value": 1.5, "seq": 4}]  # printed twice: both kept
+    for journal in (a, b, a):
+        for record in held:
+            apply_record(journal, run_id, "0.1", record, held=True)
+    assert [r.value for r in b.results("0.1")] == [1.5, 1.5]
+    assert b.run(run_id).ready_at is not None and b.run(run_id).pid == 42
+    assert len([e for e in b.history("0.1") if e.kind == "run_ready"]) == 1
+    assert b.statuses()["0.1"] == "completed"  # readiness completes the service's step, once
+    a.close()
+    b.close()

@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+from diskkit import fill
 from enginekit import wait_for, write_plan
 
 from eagle_console.journal import Journal
@@ -25,29 +26,6 @@ PLAN = """
     title = "waits for go, prints nothing"
     run = "while [ ! -e go ]; do sleep 0.05; done"
 """
-
-
-@pytest.fixture
-def small_disk(tmp_path, request):
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    where = tmp_path / "mnt"
-    where.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(where)],
-                      capture_output=True).returncode != 0:
-        pytest.skip("mount is not allowed here (a container without CAP_SYS_ADMIN)")
-    request.addfinalizer(lambda: subprocess.run(["umount", "-l", str(where)], capture_output=True))
-    return where
-
-
-def fill(where) -> None:
-    with open(where / "filler", "wb") as f:
-        try:
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
-        except OSError:
-            pass
 
 
 def status(plan, state) -> dict:

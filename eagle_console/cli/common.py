@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 # How the CLI names its controls where a text from ops could use one ("fix and run again", "or use --cascade").
 CLI_HINTS = Hints(run=" (eagle-console run)", mark=" (eagle-console mark)", cascade=", or use --cascade",
-                  force=", or use --force to mark it rolled back without undoing anything")
+                  force=", or use --force to mark it rolled back without undoing anything",
+                  rollback=" (eagle-console rollback)")
 
 
 class CliError(Exception):

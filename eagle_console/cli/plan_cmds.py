@@ -129,13 +129,21 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 # -- status ------------------------------------------------------------------------------------------------------
 
-def _status_doc(plan: Plan) -> dict[str, Any]:
+def _status_doc(plan: Plan) -> tuple[dict[str, Any], dict[str, str]]:
+    """The status document (with each run's processes now, ops.steps.add_process_keys) and, per step, the
+    text saying what its latest run does."""
+    from eagle_console.cli.common import CLI_HINTS
+    from eagle_console.ops import steps
     from eagle_console.plan.export import status_document
 
     journal = read_journal(plan)
     try:
         runs = {s.id: journal.latest_run(s.id) for s in plan.steps()}
-        return status_document(plan, journal.statuses(), runs)
+        procs = steps.run_processes(runs)
+        doc = steps.add_process_keys(status_document(plan, journal.statuses(), runs), procs, runs)
+        texts = {sid: steps.run_state_text(run, procs[sid], CLI_HINTS._replace(
+                     rollback=f" (eagle-console rollback {plan.path} {sid})")) for sid, run in runs.items() if run}
+        return doc, texts
     finally:
         journal.close()
 
@@ -145,7 +153,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     from eagle_console.plan.export import GLYPHS
 
     plan = load_plan(args.plan, args.state_dir)
-    doc = _status_doc(plan)
+    doc, texts = _status_doc(plan)
     if args.json:
         print_json(doc)
         return 0
@@ -156,12 +164,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(paint(f"{GLYPHS.get(st, '?')} {phase['id']}", st) + " " * max(1, width + 3 - len(phase["id"]))
               + f"{phase['title']}  [{paint(st, st)}, {phase['priority']}]")
         for step in phase["steps"]:
-            extra = ""
-            run = step["run"]
-            if run and run["ended"] is None:
-                extra = f"  (running, pid {run['pid']})"
-            elif run and run["exit_code"] is not None:
-                extra = f"  (last exit {run['exit_code']})"
+            extra = f"  ({texts[step['id']]})" if texts.get(step["id"]) else ""
             st = step["status"]
             print("  " + paint(f"{GLYPHS.get(st, '?')} {step['id']}", st) + " " * (width + 1 - len(step["id"]))
                   + f"{step['title']}  [{paint(st, st)}]{extra}")

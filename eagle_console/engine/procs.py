@@ -9,6 +9,8 @@ import time
 
 import psutil
 
+CTIME_SLACK_S = 0.05  # create times read twice differ by psutil's clock-tick rounding
+
 
 def create_time(pid: int) -> float | None:
     try:
@@ -17,20 +19,39 @@ def create_time(pid: int) -> float | None:
         return None
 
 
+def proc_state(pid: int | None) -> str | None:
+    """The state letter of /proc/PID/stat (R running, S/D sleeping, T/t stopped, Z zombie, X dead), or None
+    when there is no such process. Read after the last `)`: a command name may hold spaces and parens."""
+    if not pid:
+        return None
+    try:
+        with open(f"/proc/{int(pid)}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0].decode()
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+STOPPED = ("T", "t")  # SIGSTOP/SIGTSTP, or stopped by a tracer
+DEAD = ("Z", "X")  # exited, not reaped yet: no longer running, whatever its parent does
+
+
 def alive(pid: int | None, ctime: float | None = None) -> bool:
-    """True if `pid` runs and (when `ctime` is given) is the same process, not a reused pid."""
+    """True if `pid` exists, is not a zombie, and (when `ctime` is given) is the same process, not a reused
+    pid. A stopped process is alive: it goes on when continued."""
     if not pid:
         return False
-    try:
-        proc = psutil.Process(pid)
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return False
-        return ctime is None or abs(proc.create_time() - ctime) < 0.05
-    except psutil.Error:
+    state = proc_state(pid)
+    if state is None or state in DEAD:
         return False
+    return ctime is None or same_process(pid, ctime)
 
 
-CTIME_SLACK_S = 0.05  # create times read twice differ by psutil's clock-tick rounding
+def same_process(pid: int, ctime: float | None) -> bool:
+    """`pid` is the process born at `ctime` (a reused pid was born later)."""
+    if ctime is None:
+        return True
+    born = create_time(pid)
+    return born is not None and abs(born - ctime) < CTIME_SLACK_S
 
 
 def session_members(sid: int, pgid: int | None = None, leader_ctime: float | None = None) -> list[psutil.Process]:

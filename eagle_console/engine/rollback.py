@@ -99,8 +99,9 @@ def undo_item(engine: Engine, step: Step, force: bool = False) -> UndoItem:
             if stop:  # a wait or a benchmark still going: stopped first, like any running action
                 return UndoItem(step.id, f"stop it, then {builtin.undo_marks}", None, stop)
             return UndoItem(step.id, builtin.undo_marks, mark_only=True)
-    if stop:
-        return UndoItem(step.id, "stop the service", None, stop)
+    if stop:  # a service, or an action whose supervisor died (lost) that still runs
+        what = "stop the service" if step.service else "stop its action (still running)"
+        return UndoItem(step.id, what, None, stop)
     if force:
         return UndoItem(step.id, "no rollback defined: marked rolled back only (forced)", mark_only=True)
     raise Refused(f"step {step.id} has no `rollback` and no built-in undo: add one to the plan, or mark it by "

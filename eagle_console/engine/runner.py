@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eagle_console.engine import exitslot
+from eagle_console.engine import exitslot, heldslot
 from eagle_console.engine.procs import alive
 from eagle_console.engine.pyenv import builtin_argv, own_process_env
 from eagle_console.engine.spec import ActionSpec, BuiltinCall, ReadySpec, encode_call, write_spec
@@ -122,10 +122,15 @@ class Engine:
                 reason = "lost: its supervisor never started"
             else:
                 continue
+            held = self._replay_held(run)  # results, readiness, pids its supervisor could not record
             kept = exitslot.read(exitslot.exit_slot(self.plan.state_dir, run.id))
             if kept is not None:  # its supervisor kept the exit when the journal could not take it
+                if held:
+                    kept["reason"] = f"{kept['reason']}; {held}" if kept.get("reason") else held
                 self.journal.end_run(run.id, run.step_id, **kept)
                 continue
+            if held:
+                reason = f"{reason}; {held}"
             status = "failed" if run.kind == "action" else None
             if self.journal.end_run(run.id, run.step_id, exit_code=None, outcome="lost", reason=reason,
                                     step_status=status):
@@ -144,6 +149,25 @@ class Engine:
             from eagle_console.cluster.jobs import reconcile_node_runs
 
             lost += reconcile_node_runs(self.journal, on_nodes, self.plan.cluster.address)
+        return lost
+
+    def _replay_held(self, run: Run) -> str | None:
+        """Record what the dead supervisor of `run` held in its slot (engine/heldslot.py), each record once;
+        returns what the run's reason must add: what was not recorded, or (a read-only reader, which writes
+        nothing) what waits in the slot for a reader that can write."""
+        from eagle_console.engine.recorder import apply_record
+
+        slot = heldslot.held_slot(self.plan.state_dir, run.id)
+        doc = heldslot.read(slot)
+        if doc is None:
+            return None
+        records, unkept = doc.get("held") or [], doc.get("unkept")
+        lost = f"not recorded (its supervisor died holding them): {unkept['text']}" if unkept else None
+        if self.journal.readonly:
+            waiting = f"{heldslot.unkept_text(records)} held in {slot}, recorded by the next console that can write"
+            return "; ".join(filter(None, [waiting if records else None, lost]))
+        for record in records:
+            apply_record(self.journal, run.id, run.step_id, record, held=True)
         return lost
 
     def statuses(self) -> dict[str, str]:
@@ -176,6 +200,7 @@ class Engine:
         if service and (running := self.live_service(step_id)):
             raise Refused(f"step {step_id}'s service is already running (run {running.id}, pid {running.pid}); "
                           "roll it back first")
+        self._refuse_second_copy(step_id)
         statuses = self.statuses()
         needs = self.plan.expand_needs(step.needs)
         command = step.action.describe() if step.action.kind != "shell" else (step.action.shell or "")
@@ -199,8 +224,27 @@ class Engine:
         spec_path = self.plan.state_dir / "runs" / f"{run_id}.json"
         write_spec(spec_path, spec)
         exitslot.reserve(exitslot.exit_slot(self.plan.state_dir, run_id))  # room for the exit on a full disk
+        heldslot.reserve(heldslot.held_slot(self.plan.state_dir, run_id))  # and for what comes before it
         launch_supervisor(spec_path)
         return run_id
+
+    def _refuse_second_copy(self, step_id: str) -> None:
+        """Refuse while an ended run's action still runs (its supervisor died, `kill -9`): starting the step
+        again would run it twice. Its session is found by the recorded sid and leader start time (a reused
+        number is never taken for it); `--force` does not get past this — stopping it does."""
+        from eagle_console.engine.liveness import still_running_many
+
+        ended = [r for r in self.journal.runs(step_id) if r.kind == "action" and r.finished]
+        for run_id, pids in still_running_many(ended).items():
+            if not pids:
+                continue
+            run = self.journal.run(run_id)
+            assert run is not None
+            what = run.reason or run.outcome  # "lost: its supervisor (pid N) died ..."
+            raise Refused(f"step {step_id}: the action of {self.journal.run_label(run_id)} ({what}) still runs: "
+                          f"pids {', '.join(map(str, pids))} in session {run.sid}; starting the step again would "
+                          f"run a second copy. Stop it first with `pkill -TERM -s {run.sid}`, or roll the step "
+                          "back (it stops that session)", fix="rollback")
 
     def _start_on_node(self, step: Step, spec: ActionSpec) -> int:
         """Submit the run's supervisor as a Ray job on `step.node` (docs/cluster.md): no journal there (its

@@ -22,15 +22,16 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from eagle_console.engine import exitslot
+from eagle_console.engine import exitslot, heldslot
 from eagle_console.engine.procs import alive, create_time, stop_session
 from eagle_console.engine.pyenv import child_command, forget_own_entry, shown
+from eagle_console.engine.recorder import WRITE_ERRORS, Recorder, persist, warn
 from eagle_console.engine.spec import ActionSpec, RollbackSpec, read_spec
 from eagle_console.journal import EventKind, Journal
-from eagle_console.journal.faults import JournalError
 from eagle_console.node.tail import NotRegularFile, open_regular
 from eagle_console.statedir import private_dirs
 
@@ -117,17 +118,14 @@ class Supervisor:
     def note(self, text: str) -> None:
         try:  # only a regular file: opening a FIFO for writing blocks until a reader comes
             fd = open_regular(self.log_path, append=True)
-        except NotRegularFile as exc:  # → the supervisor's own log (stderr)
-            print(f"[eagle-console] {text} (not in the step log: {exc})", file=sys.stderr, flush=True)
+        except OSError as exc:  # not a regular file, or an I/O error → the supervisor's own log (stderr)
+            warn(f"{text} (not in the step log: {exc})")
             return
         try:
             with os.fdopen(fd, "a", encoding="utf-8") as f:
                 f.write(f"[eagle-console] {text}\n")
         except OSError as exc:  # a full disk must not stop the supervisor from recording the exit
-            try:
-                print(f"[eagle-console] {text} (not in the step log: {exc})", file=sys.stderr, flush=True)
-            except OSError:
-                pass
+            warn(f"{text} (not in the step log: {exc})")
 
     def start(self, argv: list[str], cwd: str, env: dict[str, str]) -> subprocess.Popen:
         """Start `argv` with `env` (the spec's overrides) laid over the operator's environment."""
@@ -182,24 +180,29 @@ def _log_size(path: Path) -> int:
         return 0
 
 
-def keep_exit(journal: Journal, run_id: int, step_id: str, **end: Any) -> bool:
-    """Record the run's end; on a journal that cannot take it (a full disk) keep it in the run's exit slot
-    and retry until it can: the run is never `lost` for want of space (engine/exitslot.py)."""
-    try:
-        return journal.end_run(run_id, step_id, **end)
-    except JournalError as exc:
-        kept = exitslot.keep(exitslot.exit_slot(journal.path.parent, run_id), end)
-        try:  # our own log is likely on the same full disk
-            print(f"[eagle-console] {exc}; the exit is {'kept in the run exit slot' if kept else 'NOT kept'}; "
-                  f"retrying every {exitslot.RETRY_S:g}s", file=sys.stderr, flush=True)
-        except OSError:
-            pass
+def keep_exit(journal: Journal, run_id: int, step_id: str, recorder: Recorder | None = None, **end: Any) -> bool:
+    """Record the run's end, after what the recorder still holds; on a journal that cannot take it (a full
+    disk) keep it in the run's exit slot and retry until it can: the run is never `lost` for want of space
+    (engine/exitslot.py). What could not be recorded at all is added to the reason."""
+    if recorder is not None and (missing := recorder.not_recorded()):
+        end["reason"] = f"{end['reason']}; {missing}" if end.get("reason") else missing
+    kept_said = False
     while True:
-        time.sleep(exitslot.RETRY_S)
         try:
-            return journal.end_run(run_id, step_id, **end)
-        except JournalError:
-            continue
+            if recorder is None or recorder.flush():
+                ended = journal.end_run(run_id, step_id, **end)
+                if recorder is not None:
+                    recorder.release()
+                return ended
+            why = "the journal cannot take the run's held records"
+        except WRITE_ERRORS as exc:
+            why = str(exc)
+        if not kept_said:  # the readers take the exit from the slot if we die before the journal takes it
+            kept = journal.path is not None and exitslot.keep(exitslot.exit_slot(journal.path.parent, run_id), end)
+            warn(f"{why}; the exit is {'kept in the run exit slot' if kept else 'NOT kept'}; "
+                 f"retrying every {exitslot.RETRY_S:g}s")
+            kept_said = True
+        time.sleep(exitslot.RETRY_S)
 
 
 def open_journal(spec: ActionSpec | RollbackSpec) -> Journal:
@@ -221,9 +224,18 @@ def run_action(spec: ActionSpec) -> int:
     log = Path(job_log() if spec.log == "-" else spec.log)
     sup = Supervisor(journal, log)
     me = os.getpid()
-    journal.record_proc(spec.run_id, spec.step_id, supervisor_pid=me, supervisor_ctime=create_time(me))
-    sup.note(f"{journal.run_label(spec.run_id)} started at {time.strftime('%Y-%m-%d %H:%M:%S')}: "
-             f"{shown(spec.argv)}")
+    slot = heldslot.held_slot(Path(spec.journal).parent, spec.run_id) if spec.journal else None
+    recorder = Recorder(journal, spec.run_id, spec.step_id, slot)
+    try:
+        journal.record_proc(spec.run_id, spec.step_id, supervisor_pid=me, supervisor_ctime=create_time(me))
+        label = journal.run_label(spec.run_id)
+    except WRITE_ERRORS as exc:  # unseen, a live supervisor would be taken for one that never started
+        reason = f"not started: its supervisor could not record itself in the journal ({exc})"
+        sup.note(reason)
+        keep_exit(journal, spec.run_id, spec.step_id, exit_code=None, outcome="failed", reason=reason,
+                  step_status="failed")
+        return 1
+    sup.note(f"{label} started at {time.strftime('%Y-%m-%d %H:%M:%S')}: {shown(spec.argv)}")
     ready_seen = False
     said: str | None = None  # the action's last `::reason`
     ready_re = re.compile(spec.ready.log) if spec.ready and spec.ready.log else None
@@ -232,11 +244,11 @@ def run_action(spec: ActionSpec) -> int:
         nonlocal ready_seen, said
         res = parse_result(line)
         if res:
-            journal.record_result(spec.step_id, spec.run_id, res[0], res[1])
+            recorder.result(res[0], res[1])
         said = parse_reason(line) or said
         if spec.service and not ready_seen and ready_re and ready_re.search(line):
             ready_seen = True
-            journal.record_ready(spec.run_id, spec.step_id)
+            recorder.ready()
             sup.note("ready (log line matched)")
 
     last_http = 0.0
@@ -250,7 +262,7 @@ def run_action(spec: ActionSpec) -> int:
         last_http = time.monotonic()
         if http_ok(spec.ready.http):
             ready_seen = True
-            journal.record_ready(spec.run_id, spec.step_id)
+            recorder.ready()
             sup.note(f"ready ({shown_url(spec.ready.http)} answered 2xx)")
 
     started = time.monotonic()
@@ -262,18 +274,21 @@ def run_action(spec: ActionSpec) -> int:
         child = sup.start(spec.argv, spec.cwd, spec.env)
     except OSError as exc:
         sup.note(f"could not start the action: {exc}")
-        keep_exit(journal, spec.run_id, spec.step_id, exit_code=127, outcome="failed",
+        keep_exit(journal, spec.run_id, spec.step_id, recorder, exit_code=127, outcome="failed",
                         reason=f"could not start: {exc}", step_status="failed")
         return 1
-    journal.record_proc(spec.run_id, spec.step_id, pid=child.pid, pid_ctime=create_time(child.pid),
-                        pgid=child.pid, sid=child.pid)
+    recorder.proc(pid=child.pid, pid_ctime=create_time(child.pid), pgid=child.pid, sid=child.pid)
 
     def deadline() -> float | None:
         if limit is None or (spec.service and ready_seen):
             return None
         return started + limit
 
-    rc, stopped = sup.supervise(child, scanner, on_line, deadline, spec.grace_s, poll_http)
+    def poll_extra() -> None:
+        recorder.retry()  # what the journal could not take, written once it can
+        poll_http()
+
+    rc, stopped = sup.supervise(child, scanner, on_line, deadline, spec.grace_s, poll_extra)
     if not spec.service:
         leftovers = stop_session(child.pid, child.pid, min(spec.grace_s, 5.0))
         if leftovers:
@@ -281,19 +296,19 @@ def run_action(spec: ActionSpec) -> int:
     if stopped == "timeout":
         reason = f"timed out after {limit:g}s; its session was stopped"
         sup.note(reason)
-        keep_exit(journal, spec.run_id, spec.step_id, exit_code=TIMEOUT_EXIT, outcome="timeout", reason=reason,
+        keep_exit(journal, spec.run_id, spec.step_id, recorder, exit_code=TIMEOUT_EXIT, outcome="timeout", reason=reason,
                         step_status="failed")
         return 1
     if stopped:
-        keep_exit(journal, spec.run_id, spec.step_id, exit_code=rc, outcome="failed", reason=stopped,
+        keep_exit(journal, spec.run_id, spec.step_id, recorder, exit_code=rc, outcome="failed", reason=stopped,
                         step_status="failed")
         return 1
     if spec.service:
-        return _service_ended(journal, sup, spec, rc, ready_seen)
+        return _service_ended(journal, sup, spec, rc, ready_seen, recorder)
     if rc != 0:
         reason = failure_reason(rc, said)
         sup.note(f"the action ended: {reason}")
-        keep_exit(journal, spec.run_id, spec.step_id, exit_code=rc, outcome="failed", reason=reason,
+        keep_exit(journal, spec.run_id, spec.step_id, recorder, exit_code=rc, outcome="failed", reason=reason,
                         step_status="failed")
         return 1
     if spec.check_argv:
@@ -302,40 +317,45 @@ def run_action(spec: ActionSpec) -> int:
         try:
             checker = sup.start(spec.check_argv, spec.cwd, spec.env)
         except OSError as exc:
-            keep_exit(journal, spec.run_id, spec.step_id, exit_code=0, outcome="failed",
+            keep_exit(journal, spec.run_id, spec.step_id, recorder, exit_code=0, outcome="failed",
                             reason=f"the check could not start: {exc}", step_status="failed")
             return 1
         crc, cstopped = sup.supervise(checker, scanner, on_line, lambda: check_deadline, spec.grace_s)
         if crc != 0 or cstopped:
             reason = f"the action succeeded but its check failed ({cstopped or describe_exit(crc)})"
             sup.note(reason)
-            keep_exit(journal, spec.run_id, spec.step_id, exit_code=0, outcome="failed", reason=reason,
+            keep_exit(journal, spec.run_id, spec.step_id, recorder, exit_code=0, outcome="failed", reason=reason,
                             step_status="failed")
             return 1
         sup.note("check passed")
     sup.note("the action completed")
-    keep_exit(journal, spec.run_id, spec.step_id, exit_code=0, outcome="completed", step_status="completed")
+    keep_exit(journal, spec.run_id, spec.step_id, recorder, exit_code=0, outcome="completed", step_status="completed")
     return 0
 
 
-def _service_ended(journal: Journal, sup: Supervisor, spec: ActionSpec, rc: int, ready_seen: bool) -> int:
-    stop_requested = any(e.kind == EventKind.RUN_STOP and e.run_id == spec.run_id
-                         for e in journal.events(spec.run_id - 1, spec.step_id))
+def _service_ended(journal: Journal, sup: Supervisor, spec: ActionSpec, rc: int, ready_seen: bool,
+                   recorder: Recorder) -> int:
+    try:
+        stop_requested = any(e.kind == EventKind.RUN_STOP and e.run_id == spec.run_id
+                             for e in journal.events(spec.run_id - 1, spec.step_id))
+    except WRITE_ERRORS as exc:  # an I/O error reading: the exit is recorded as a death, said why
+        sup.note(f"could not read whether a rollback asked the service to stop: {exc}")
+        stop_requested = False
     if stop_requested:
         sup.note(f"the service stopped ({describe_exit(rc)}) as the rollback asked")
-        keep_exit(journal, spec.run_id, spec.step_id, exit_code=rc, outcome="stopped",
+        keep_exit(journal, spec.run_id, spec.step_id, recorder, exit_code=rc, outcome="stopped",
                         reason="stopped by rollback")
         return 0
     if not ready_seen:
         reason = f"the service ended ({describe_exit(rc)}) before it was ready"
         sup.note(reason)
-        keep_exit(journal, spec.run_id, spec.step_id, exit_code=rc, outcome="failed", reason=reason,
+        keep_exit(journal, spec.run_id, spec.step_id, recorder, exit_code=rc, outcome="failed", reason=reason,
                         step_status="failed")
         return 1
     reason = f"the service died after it was ready ({describe_exit(rc)})"
     sup.note(reason)
-    journal.append(EventKind.SERVICE_DIED, spec.step_id, spec.run_id, None, exit_code=rc, reason=reason)
-    keep_exit(journal, spec.run_id, spec.step_id, exit_code=rc, outcome="failed", reason=reason,
+    recorder.service_died(exit_code=rc, reason=reason)
+    keep_exit(journal, spec.run_id, spec.step_id, recorder, exit_code=rc, outcome="failed", reason=reason,
                     step_status="failed")
     return 1
 
@@ -358,21 +378,24 @@ def run_rollback(spec: RollbackSpec) -> int:
     log = Path(spec.log)
     sup = Supervisor(journal, log)
     me = os.getpid()
-    journal.append(EventKind.ROLLBACK_PROC, spec.target, spec.rollback_id, None, supervisor_pid=me,
-                   supervisor_ctime=create_time(me))
+    # every write below waits out a full disk (recorder.persist) rather than kill the rollback half-way
+    persist(partial(journal.append, EventKind.ROLLBACK_PROC, spec.target, spec.rollback_id, None, supervisor_pid=me,
+                    supervisor_ctime=create_time(me)), "recording the rollback's supervisor")
     sup.note(f"rollback {spec.rollback_id} of {spec.target}: " + ", ".join(i.step_id for i in spec.items))
     for item in spec.items:
         current = journal.states().get(item.step_id)
         if current and current.status == "rolled_back":
             sup.note(f"{item.step_id}: already rolled back (resumed rollback)")
             continue
-        run_id = journal.begin_run(item.step_id, command=item.description, log=str(log), kind="rollback",
-                                   force=True)
-        journal.record_proc(run_id, item.step_id, supervisor_pid=me, supervisor_ctime=create_time(me))
+        run_id = persist(partial(journal.begin_run, item.step_id, command=item.description, log=str(log),
+                                 kind="rollback", force=True), "recording the undo")
+        recorder = Recorder(journal, run_id, item.step_id, None)
+        recorder.proc(supervisor_pid=me, supervisor_ctime=create_time(me))
         sup.note(f"{item.step_id}: {item.description}")
         ok, reason = True, None
         if item.stop:
-            journal.append(EventKind.RUN_STOP, item.step_id, item.stop["run_id"], None, by_rollback=spec.rollback_id)
+            persist(partial(journal.append, EventKind.RUN_STOP, item.step_id, item.stop["run_id"], None,
+                            by_rollback=spec.rollback_id), "recording the stop")
             _stop_run(journal, sup, item.step_id, item.stop, spec.grace_s)
         if item.argv:
             scanner = LogScanner(log, _log_size(log))
@@ -381,32 +404,38 @@ def run_rollback(spec: RollbackSpec) -> int:
             except OSError as exc:
                 ok, reason = False, f"could not start: {exc}"
             else:
-                journal.record_proc(run_id, item.step_id, pid=child.pid, pid_ctime=create_time(child.pid),
-                                    pgid=child.pid, sid=child.pid)
+                recorder.proc(pid=child.pid, pid_ctime=create_time(child.pid), pgid=child.pid, sid=child.pid)
 
                 said: list[str] = []  # the undo's last `::reason`
 
-                def on_line(line: str, step_id: str = item.step_id, rid: int = run_id,
-                            said: list[str] = said) -> None:
+                def on_line(line: str, recorder: Recorder = recorder, said: list[str] = said) -> None:
                     res = parse_result(line)
                     if res:
-                        journal.record_result(step_id, rid, res[0], res[1])
+                        recorder.result(res[0], res[1])
                     if (why := parse_reason(line)) is not None:
                         said[:] = [why]
 
-                rc, stopped = sup.supervise(child, scanner, on_line, lambda: None, spec.grace_s)
+                rc, stopped = sup.supervise(child, scanner, on_line, lambda: None, spec.grace_s, recorder.retry)
                 if rc != 0 or stopped:
                     ok, reason = False, stopped or failure_reason(rc, said[0] if said else None)
+        while not recorder.flush():  # the undo's results and pids before its end
+            time.sleep(exitslot.RETRY_S)
+        if (missing := recorder.not_recorded()) is not None:
+            reason = f"{reason}; {missing}" if reason else missing
         if not ok:
             sup.note(f"{item.step_id}: undo failed ({reason}); the rollback stops here and can be resumed")
-            journal.end_run(run_id, item.step_id, exit_code=None, outcome="failed", reason=reason)
-            journal.end_rollback(spec.rollback_id, spec.target, outcome="failed", failed_step=item.step_id,
-                                 reason=reason)
+            persist(partial(journal.end_run, run_id, item.step_id, exit_code=None, outcome="failed", reason=reason),
+                    "recording the undo's end")
+            persist(partial(journal.end_rollback, spec.rollback_id, spec.target, outcome="failed",
+                            failed_step=item.step_id, reason=reason), "recording the rollback's end")
             return 1
-        journal.end_run(run_id, item.step_id, exit_code=0, outcome="completed")
-        journal.set_status(item.step_id, "rolled_back", run_id, source="rollback")
+        persist(partial(journal.end_run, run_id, item.step_id, exit_code=0, outcome="completed", reason=reason),
+                "recording the undo's end")
+        persist(partial(journal.set_status, item.step_id, "rolled_back", run_id, source="rollback"),
+                "recording the step rolled back")
     sup.note(f"rollback {spec.rollback_id} of {spec.target} completed")
-    journal.end_rollback(spec.rollback_id, spec.target, outcome="completed")
+    persist(partial(journal.end_rollback, spec.rollback_id, spec.target, outcome="completed"),
+            "recording the rollback's end")
     return 0
 
 
@@ -435,6 +464,26 @@ def _stop_run(journal: Journal, sup: Supervisor, step_id: str, stop: dict, grace
 USAGE = "usage: python -m eagle_console.engine.supervise SPEC.json [--detach] | --job-spec PATH"
 
 
+def record_crash(spec: ActionSpec | RollbackSpec, exc: Exception) -> int:
+    """A supervisor's own error, recorded as the run's (or rollback's) end — kept and retried like any exit
+    on a full disk: this last write must not be what kills it either."""
+    import traceback
+
+    try:
+        traceback.print_exc()
+    except OSError:
+        pass
+    reason = f"supervisor error: {type(exc).__name__}: {exc}"
+    journal = persist(partial(open_journal, spec), "opening the journal")
+    if isinstance(spec, ActionSpec):
+        keep_exit(journal, spec.run_id, spec.step_id, exit_code=None, outcome="failed", reason=reason,
+                  step_status="failed")
+    else:
+        persist(partial(journal.end_rollback, spec.rollback_id, spec.target, outcome="failed", reason=reason),
+                "recording the rollback's end")
+    return 1
+
+
 def main(argv: list[str]) -> int:
     if not argv or (argv[0] == "--job-spec" and len(argv) < 2):
         print(USAGE, file=sys.stderr)
@@ -456,17 +505,7 @@ def main(argv: list[str]) -> int:
             return run_action(spec)
         return run_rollback(spec)
     except Exception as exc:  # record why instead of leaving the run to be found `lost`
-        import traceback
-
-        traceback.print_exc()
-        reason = f"supervisor error: {type(exc).__name__}: {exc}"
-        journal = open_journal(spec)
-        if isinstance(spec, ActionSpec):
-            journal.end_run(spec.run_id, spec.step_id, exit_code=None, outcome="failed", reason=reason,
-                            step_status="failed")
-        else:
-            journal.end_rollback(spec.rollback_id, spec.target, outcome="failed", reason=reason)
-        return 1
+        return record_crash(spec, exc)
 
 
 if __name__ == "__main__":

@@ -152,6 +152,22 @@ class Journal:
         with self._tx() as conn:
             return self._insert(conn, event_kind, step_id, run_id, who, **data)
 
+    def append_held(self, event_kind: EventKind, step_id: str, run_id: int, held: int | None, /,
+                    **data: Any) -> int:
+        """Append a run's event; with `held` (its number in the supervisor's held slot, engine/heldslot.py)
+        only once: the supervisor retrying and a reader replaying the slot write it once. 0 if it was there."""
+        with self._tx() as conn:
+            if self._held_done(conn, event_kind, run_id, held):
+                return 0
+            return self._insert(conn, event_kind, step_id, run_id, None, **data,
+                                **({"held": held} if held is not None else {}))
+
+    @staticmethod
+    def _held_done(conn: sqlite3.Connection, event_kind: EventKind, run_id: int, held: int | None) -> bool:
+        return held is not None and conn.execute(
+            "SELECT 1 FROM events WHERE run_id = ? AND kind = ? AND json_extract(data, '$.held') = ?",
+            (run_id, event_kind, held)).fetchone() is not None
+
     def _rows(self, sql: str, args: tuple = ()) -> list[Event]:
         with self._lock, said(self.path):
             rows = self._conn.execute(sql, args).fetchall()
@@ -225,7 +241,10 @@ class Journal:
 
     # -- results -------------------------------------------------------------------------------------------
 
-    def record_result(self, step_id: str, run_id: int | None, name: str, value: float | str) -> int:
+    def record_result(self, step_id: str, run_id: int | None, name: str, value: float | str,
+                      held: int | None = None) -> int:
+        if held is not None and run_id is not None:
+            return self.append_held(EventKind.RESULT, step_id, run_id, held, name=name, value=value)
         return self.append(EventKind.RESULT, step_id, run_id, None, name=name, value=value)
 
     def results(self, step_id: str | None = None) -> list[Result]:
@@ -267,13 +286,16 @@ class Journal:
                 self._insert(conn, EventKind.STATUS, step_id, run_id, who, status="in_progress", source="run")
             return run_id
 
-    def record_proc(self, run_id: int, step_id: str, **proc: Any) -> int:
+    def record_proc(self, run_id: int, step_id: str, held: int | None = None, **proc: Any) -> int:
         """Supervisor and action process ids (supervisor_pid, supervisor_ctime, pid, pid_ctime, pgid, sid)."""
-        return self.append(EventKind.RUN_PROC, step_id, run_id, None, **proc)
+        return self.append_held(EventKind.RUN_PROC, step_id, run_id, held, **proc)
 
-    def record_ready(self, run_id: int, step_id: str) -> None:
+    def record_ready(self, run_id: int, step_id: str, held: int | None = None) -> None:
         with self._tx() as conn:
-            self._insert(conn, EventKind.RUN_READY, step_id, run_id)
+            if self._held_done(conn, EventKind.RUN_READY, run_id, held):
+                return
+            self._insert(conn, EventKind.RUN_READY, step_id, run_id, None,
+                         **({"held": held} if held is not None else {}))
             if self._owns_status(conn, step_id, run_id):
                 self._insert(conn, EventKind.STATUS, step_id, run_id, None, status="completed", source="ready")
 

@@ -16,6 +16,7 @@ class Hints(NamedTuple):
     mark: str = ""  # after "or mark it"
     cascade: str = ""  # after a rollback refused because completed steps depend on it
     force: str = ""  # after a rollback refused because a step has no undo
+    rollback: str = ""  # after "roll the step back" (a run refused while a lost run's action still runs)
 
 
 NEUTRAL = Hints()
@@ -23,5 +24,5 @@ NEUTRAL = Hints()
 
 def refusal_text(exc: Refused, hints: Hints = NEUTRAL) -> str:
     """The refusal with the face's way past it, when there is one (`Refused.fix`)."""
-    extra = {"cascade": hints.cascade, "force": hints.force}.get(getattr(exc, "fix", None) or "", "")
+    extra = {"cascade": hints.cascade, "force": hints.force, "rollback": hints.rollback}.get(getattr(exc, "fix", None) or "", "")
     return f"{exc}{extra}"

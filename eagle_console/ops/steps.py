@@ -14,6 +14,7 @@ from eagle_console.journal.status import plan_statuses, unmet_needs
 from eagle_console.ops.hints import NEUTRAL, Hints
 
 if TYPE_CHECKING:
+    from eagle_console.engine.liveness import RunProcs
     from eagle_console.engine.runner import Engine
     from eagle_console.journal import Journal, Run, StepState
     from eagle_console.plan.model import Plan, Step
@@ -222,3 +223,52 @@ def keep_running_line(runs: list[Run]) -> str | None:
              for r in runs]
     verb = "run keeps" if len(runs) == 1 else "runs keep"
     return f"{len(runs)} {verb} running: {', '.join(parts)}"
+
+
+# -- what a run's processes are now (status) ----------------------------------------------------------------
+
+def run_processes(runs: Mapping[str, Run | None]) -> dict[str, RunProcs]:
+    """Each step's latest run's processes now (engine/liveness.py), in one scan of the processes."""
+    from eagle_console.engine.liveness import run_procs, still_running_many
+
+    present = {sid: r for sid, r in runs.items() if r is not None}
+    still = still_running_many(present.values())
+    return {sid: run_procs(r, still.get(r.id, [])) for sid, r in present.items()}
+
+
+def add_process_keys(doc: dict, procs: Mapping[str, RunProcs], runs: Mapping[str, Run | None]) -> dict:
+    """`status --json`: each step's run gains supervisor_pid, supervisor_state (running | stopped | dead, null
+    once ended), action_state (running | stopped | exited | gone, null once ended) and still_running (the pids
+    of an ended run's session that still run). The spec's keys are left as they are."""
+    for phase in doc["phases"]:
+        for step in phase["steps"]:
+            run, p = runs.get(step["id"]), procs.get(step["id"])
+            if step["run"] is None or run is None or p is None:
+                continue
+            step["run"].update(supervisor_pid=run.supervisor_pid, supervisor_state=p.supervisor_state,
+                               action_state=p.action_state, still_running=p.still_running)
+    return doc
+
+
+def run_state_text(run: Run, procs: RunProcs, hints: Hints = NEUTRAL) -> str:
+    """What a step's latest run is doing, for a status line: `running, pid N`; stopped with how to resume it;
+    or, once ended, its last exit and the action that outlived it, with how to stop that."""
+    if run.finished:
+        end = f"last exit {run.exit_code}" if run.exit_code is not None else (run.outcome or "ended")
+        if not procs.still_running:
+            return end if run.exit_code is not None else ""
+        pids = ", ".join(map(str, procs.still_running))
+        return (f"{end}; its action still runs (pids {pids}, session {run.sid}): stop it with "
+                f"`pkill -TERM -s {run.sid}`, or roll the step back{hints.rollback}")
+    action = {"running": f"the action (pid {run.pid}) runs", "stopped": f"the action (pid {run.pid}) is stopped",
+              "exited": f"the action (pid {run.pid}) exited, its end not recorded yet",
+              "gone": f"the action (pid {run.pid}) is gone"}.get(procs.action_state or "", "")
+    if procs.supervisor_state == "stopped":
+        sup = run.supervisor_pid
+        return f"stopped: its supervisor pid {sup} is stopped; resume it with `kill -CONT {sup}`" + (
+            f"; {action}" if action else "")
+    if procs.action_state == "stopped":
+        return f"running, pid {run.pid}, stopped: resume it with `kill -CONT {run.pid}`"
+    if procs.action_state == "exited":
+        return f"running: {action}"
+    return f"running, pid {run.pid or run.supervisor_pid or '?'}"

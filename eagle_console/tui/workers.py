@@ -31,7 +31,7 @@ PLAN_POLL_S = 0.5
 RECONCILE_S = 3.0
 # How the console names its controls in texts from ops (the CLI names its commands and flags instead).
 CONSOLE_HINTS = Hints(run=" (r)", mark=" (m)", cascade=", or roll back with its dependents (c)",
-                      force="")
+                      force="", rollback=" (u)")
 
 
 def run_op(post: Post, fn: Callable[..., str], *args: Any) -> None:
