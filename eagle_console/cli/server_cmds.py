@@ -154,6 +154,9 @@ def _print_server_log(s: ServerLogSummary, parser: SglangLogParser) -> None:
         accept = f"{d['accept_len']:.2f}" if d["accept_len"] is not None else "n/a"
         print(f"decode (latest): {d['gen_throughput']:.2f} tok/s · accept len {accept} · "
               f"running {d['running_req']} · token usage {d['token_usage']:.2f}")
+        spec = parser.describe_decode()  # accept rate with its definition (changed upstream), cap lens
+        if spec:
+            print(f"speculative: {spec}")
         history = [t for t, _a in parser.history]
         if len(history) > 1:
             print(f"throughput over {len(history)} logs: {sparkline(history)}")
@@ -176,7 +179,7 @@ def _follow_server_log(path: Path, parser: SglangLogParser) -> int:
         seen_stages, errors = len(stages), len(errs)
         if parser.decode_samples != before and parser.decode is not None:
             d = parser.decode
-            accept = f"{d.accept_len:.2f}" if d.accept_len is not None else "n/a"
-            print(f"[decode] {d.gen_throughput:.2f} tok/s · accept len {accept} · running {d.running_req}")
+            spec = parser.describe_decode() or "accept len n/a"
+            print(f"[decode] {d.gen_throughput:.2f} tok/s · {spec} · running {d.running_req}")
         sys.stdout.flush()
     return 0
