@@ -105,11 +105,12 @@ class SimEngine:
         msg = f"Decode batch, #running-req: {self.running}, #token: {self.used_tokens}, " \
               f"token usage: {self.used_tokens / 75000:.2f}, "
         if self.cfg.speculative:
+            # SGLang 0.5.23 (scheduler_components/metrics_reporter.py:970-983): accepted drafts over proposed
+            # drafts, the bonus token excluded (before sglang PR #23530 the bonus token was counted)
             accept = self._win_accept / self._win_steps
-            rate = (self._win_accept - self._win_steps) / (self._win_steps * self.cfg.num_draft_tokens)
+            rate = (self._win_accept - self._win_steps) / (self._win_steps * max(self.cfg.num_draft_tokens - 1, 1))
             msg += f"accept len: {accept:.2f}, accept rate: {rate:.2f}, "
-        msg += f"cuda graph: {not self.cfg.disable_cuda_graph}, gen throughput (token/s): {tput:.2f}, " \
-               "#queue-req: 0, "
+        msg += f"cuda graph: {self.cfg.decode_graph}, gen throughput (token/s): {tput:.2f}, #queue-req: 0"
         logs.emit(logs.sglang_line(msg, 0, self.cfg.tp_size))
         self._win_steps = self._win_tokens = self._win_accept = 0
         self._win_t0 = now
