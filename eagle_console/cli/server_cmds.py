@@ -45,6 +45,21 @@ def _check_file(path: str) -> Path:
     return p
 
 
+def _local_gpu_names(log_hosts: dict[str, None]) -> list[str]:
+    """This machine's card names (NVML) when the log is from this machine: SHM_FALLBACK names the card class."""
+    import socket
+
+    if socket.gethostname() not in log_hosts:
+        return []
+    from eagle_console.node.gpus import open_backend
+
+    backend = open_backend(None)
+    try:
+        return [g.name for g in backend.sample().gpus if g.name]
+    finally:
+        backend.close()
+
+
 def cmd_nccl(args: argparse.Namespace) -> int:
     from eagle_console.node.tail import read_lines
     from eagle_console.parse.nccl import NcclParser
@@ -67,6 +82,7 @@ def cmd_nccl(args: argparse.Namespace) -> int:
         parser = NcclParser()
         for path in paths:
             parser.feed(read_lines(path))
+        parser.gpu_names = _local_gpu_names(parser.hosts)
         summary = parser.summary()
         lines_seen = parser.nccl_lines_seen
     if args.json:
