@@ -53,7 +53,7 @@ def test_python_string_is_split_so_the_sim_can_stand_in():
     ({}, "`model`"),
     ({"model": "m", "port": 70000}, "`port` must be between"),
     ({"model": "m", "tp": "eight"}, "`tp` must be an integer"),
-    ({"model": "m", "speculative": {"algorithm": "EAGLE4"}}, "speculative.algorithm"),
+    ({"model": "m", "speculative": {"algorithm": "EAGLE 4"}}, "speculative.algorithm"),  # EAGLE4: a plugin name
     ({"model": "m", "speculative": {"algorithm": "EAGLE3", "steps": 2}}, "unknown keys: steps"),
     ({"model": "m", "draft": "/d"}, "`draft` is set but"),
     ({"model": "m", "args": "--x"}, "`args` must be a list"),
@@ -108,7 +108,7 @@ def test_builtin_argv_and_default_ready(tmp_path):
     (["--port", "30001"], "repeats --port"),
     (["--port=30001"], "repeats --port"),
     (["--por", "30001"], "abbreviates --port"),
-    (["--tp", "4"], "repeats --tp-size"),
+    (["--tp", "4"], "abbreviates --tp-size"),  # 0.5.23: no `--tp` alias, only argparse's abbreviation
     (["--tensor-parallel-size=4"], "repeats --tp-size"),
     (["--model", "/other"], "repeats --model-path"),
     (["--model-pa=/other"], "abbreviates --model-path"),
@@ -145,3 +145,28 @@ def test_eagle_with_eagle3_drafter_names_the_silent_accept_length(tmp_path):
     draft = eagle3_drafter(tmp_path / "k25-eagle3")
     (finding,) = launch_findings({"model": "m", "draft": str(draft), "speculative": {**SPEC, "algorithm": "EAGLE"}})
     assert finding.severity == "error" and "accept length is silently 1.0" in finding.message
+
+
+# SGLang 0.5.23 (the wheel's srt/speculative/spec_info.py:32-66 and srt/arg_groups/fields/exec_.py:629-645,
+# server_args.py:408-414); docs/upstream.md "Server log and arguments (SGLang 0.5.23)".
+def test_uno_and_plugin_registered_algorithms_are_accepted_with_a_note():
+    assert "UNO" in build_launch_argv({"model": "m", "speculative": {"algorithm": "UNO"}})
+    assert [f.code for f in launch_findings({"model": "m", "speculative": {"algorithm": "uno"}})] == ["SPEC_VERSION"]
+    findings = launch_findings({"model": "m", "speculative": {"algorithm": "MY_SPEC"}})
+    assert [(f.severity, f.code) for f in findings] == [("warning", "SPEC_VERSION")]
+    assert "plugin" in findings[0].message
+    with pytest.raises(LaunchArgsError, match="plugin-registered"):
+        build_launch_argv({"model": "m", "speculative": {"algorithm": "EAGLE-3; rm"}})
+
+
+def test_cuda_graph_max_bs_is_refused_for_0_5_23_and_deprecations_named():
+    with_ = {"model": "m", "sglang_version": "0.5.23", "args": ["--cuda-graph-max-bs", "16", "--disable-cuda-graph"]}
+    got = [(f.severity, f.code, f.message) for f in launch_findings(with_)]
+    assert [(sev, code) for sev, code, _m in got] == [("error", "ARGS"), ("warning", "ARGS")]
+    assert "--cuda-graph-max-bs-decode" in got[0][2] and "ambiguous" in got[0][2]
+    assert "--cuda-graph-backend-decode=disabled" in got[1][2]
+    assert "--sglang-version" not in " ".join(build_launch_argv(with_))  # a check key, never on the command line
+    old = launch_findings({**with_, "sglang_version": "0.5.9"})
+    assert old == []
+    unknown = launch_findings({"model": "m", "args": ["--cuda-graph-max-bs", "16"]})
+    assert [(f.severity, f.code) for f in unknown] == [("warning", "ARGS")]

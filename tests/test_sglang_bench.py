@@ -143,3 +143,36 @@ def test_server_undo_waits_until_orphans_release_memory(tmp_path, capsys):
         wait_gone(schedulers)
     finally:
         s.cleanup()
+
+
+def test_flush_while_a_request_runs_waits_like_bench_serving(server):
+    """SGLang 0.5.23 answers /flush_cache 400 at once while requests run, unless `?timeout=S` asks it to wait
+    for idle (http_server.py:1025-1040, flush_wrapper.py); bench_serving sends timeout=60
+    (benchmark/serving.py:1011-1032). A flush right after the warm-up must not lose that race."""
+    import threading
+
+    import httpx
+
+    from eagle_console.sglang.client import SglangClient
+
+    with SglangClient(server.url) as busy:
+        started = threading.Event()
+
+        def long_request() -> None:
+            for _chunk in busy.stream_generate("A long answer:", max_new_tokens=120):
+                started.set()
+
+        worker = threading.Thread(target=long_request)
+        worker.start()
+        try:
+            assert started.wait(30)
+            bare = httpx.post(f"{server.url}/flush_cache", timeout=30)  # upstream without a timeout
+            assert bare.status_code == 400
+            with SglangClient(server.url) as c:
+                assert c.flush_cache() is True  # waits for the running request, then flushes
+            worker.join(60)
+            assert not worker.is_alive()  # the flush waited for it, it was not cut short
+        finally:
+            worker.join(60)
+    late = httpx.post(f"{server.url}/flush_cache", params={"timeout": -1}, timeout=30)
+    assert late.status_code == 422  # FastAPI's Query(ge=0.0)

@@ -146,7 +146,8 @@ def test_log_has_sglang_and_nccl_lines_for_every_rank(tp8):
     while "The server is fired up" not in tp8.text() and time.monotonic() < deadline:
         time.sleep(0.05)
     text = tp8.text()
-    assert "server_args=ServerArgs(model_path='/models/Kimi-K2.5'" in text
+    # SGLang 0.5.23's dump is a dict (entrypoints/engine.py:311), with its per-phase CUDA-graph fields
+    assert "server_args={'model_path': '/models/Kimi-K2.5'" in text and "'cuda_graph_max_bs_decode': None" in text
     assert text.count("- Init COMPLETE") == 8
     assert text.count("NCCL version 2.28.9+cuda13.0") == 8
     for rank in range(8):
@@ -156,11 +157,16 @@ def test_log_has_sglang_and_nccl_lines_for_every_rank(tp8):
     assert "Channel 00/0 : 0[0] -> 1[1] via P2P/IPC" in text
     assert "Channel 00 : 1[1] -> 2[2] via SHM/direct/direct" in text
     assert "NCCL_CUMEM_ENABLE set by environment to 0" in text
-    for stage in ("Load weight end.", "KV Cache is allocated. #tokens:", "Capture cuda graph end.",
+    for stage in ("Load weight end.", "KV Cache is allocated. dtype: torch.bfloat16, #tokens:",
+                  "Capture target verify CUDA graph begin. backend=full", "Capture target verify CUDA graph end. bs=",
                   "Loading safetensors checkpoint shards: 100% Completed | 64/64",
                   "Uvicorn running on http://127.0.0.1:", "The server is fired up and ready to roll!"):
         assert stage in text, stage
-    assert text.index("Capture cuda graph end.") < text.index("The server is fired up and ready to roll!")
+    assert text.index("Capture target verify CUDA graph end.") < text.index("The server is fired up and ready to roll!")
+    from eagle_console.parse.sglang_log import summarize  # the parser reads the 0.5.23 format it writes
+
+    names = [s["name"] for s in summarize(text.splitlines())["stages"]]
+    assert {"KV cache", "CUDA graph capture begin", "CUDA graph capture", "ready"} <= set(names)
     assert "[2026" in text or "[20" in text
     assert "-m sglang.launch_server" not in text.split("server_args=", 1)[0]
     assert "flags with no effect here: --trust-remote-code" not in text  # a flag the sim does read
@@ -211,6 +217,12 @@ def test_info_endpoints_and_decode_lines(tp8):
     decode = [ln for ln in tp8.text().splitlines() if "Decode batch" in ln]
     assert decode and all(" TP0] Decode batch, #running-req: " in ln and "accept len: " in ln for ln in decode)
     assert "gen throughput (token/s): " in decode[-1]
+    from eagle_console.parse.sglang_log import SglangLogParser
+
+    parser = SglangLogParser()
+    parser.feed(tp8.text().splitlines())
+    assert "bonus token excluded" in parser.accept_rate_definition()  # 0.5.23's definition, read as such
+    assert 0.0 <= parser.decode.accept_rate <= 1.0
 
 
 def test_without_speculation_no_accept_length(tmp_path):

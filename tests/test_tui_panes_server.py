@@ -146,7 +146,7 @@ def test_the_nccl_pane_takes_gpu_load_from_the_shared_context_not_the_dom(tmp_pa
 
     ctx, log = service_ctx(tmp_path, select="0.3")
     append(log, data("nccltests166_shm_net.txt"))
-    gpu = SimpleNamespace(utilization_pct=97.0)
+    gpu = SimpleNamespace(utilization_pct=97.0, name="NVIDIA GeForce RTX 4090")  # GpuSample's fields read
     ctx.gpus = SimpleNamespace(sample=SimpleNamespace(gpus=[gpu]))
     app = PanesApp(ctx)
 
@@ -156,5 +156,8 @@ def test_the_nccl_pane_takes_gpu_load_from_the_shared_context_not_the_dom(tmp_pa
             await until(pilot, lambda: pane.summary is not None and pane.gpu_busy is True, what="busy from ctx")
             gpu.utilization_pct = 3.0
             await until(pilot, lambda: pane.gpu_busy is False, what="idle from ctx")
+            # the card names reach the SHM verdict (NCCL's log names no card)
+            await until(pilot, lambda: any("GeForce" in f["message"] for f in pane.summary["findings"]
+                                           if f["code"] == "SHM_FALLBACK"), what="card class in SHM_FALLBACK")
 
     asyncio.run(main())

@@ -45,6 +45,21 @@ def _check_file(path: str) -> Path:
     return p
 
 
+def _local_gpu_names(log_hosts: dict[str, None]) -> list[str]:
+    """This machine's card names (NVML) when the log is from this machine: SHM_FALLBACK names the card class."""
+    import socket
+
+    if socket.gethostname() not in log_hosts:
+        return []
+    from eagle_console.node.gpus import open_backend
+
+    backend = open_backend(None)
+    try:
+        return [g.name for g in backend.sample().gpus if g.name]
+    finally:
+        backend.close()
+
+
 def cmd_nccl(args: argparse.Namespace) -> int:
     from eagle_console.node.tail import read_lines
     from eagle_console.parse.nccl import NcclParser
@@ -67,6 +82,7 @@ def cmd_nccl(args: argparse.Namespace) -> int:
         parser = NcclParser()
         for path in paths:
             parser.feed(read_lines(path))
+        parser.gpu_names = _local_gpu_names(parser.hosts)
         summary = parser.summary()
         lines_seen = parser.nccl_lines_seen
     if args.json:
@@ -154,6 +170,9 @@ def _print_server_log(s: ServerLogSummary, parser: SglangLogParser) -> None:
         accept = f"{d['accept_len']:.2f}" if d["accept_len"] is not None else "n/a"
         print(f"decode (latest): {d['gen_throughput']:.2f} tok/s · accept len {accept} · "
               f"running {d['running_req']} · token usage {d['token_usage']:.2f}")
+        spec = parser.describe_decode()  # accept rate with its definition (changed upstream), cap lens
+        if spec:
+            print(f"speculative: {spec}")
         history = [t for t, _a in parser.history]
         if len(history) > 1:
             print(f"throughput over {len(history)} logs: {sparkline(history)}")
@@ -176,7 +195,7 @@ def _follow_server_log(path: Path, parser: SglangLogParser) -> int:
         seen_stages, errors = len(stages), len(errs)
         if parser.decode_samples != before and parser.decode is not None:
             d = parser.decode
-            accept = f"{d.accept_len:.2f}" if d.accept_len is not None else "n/a"
-            print(f"[decode] {d.gen_throughput:.2f} tok/s · accept len {accept} · running {d.running_req}")
+            spec = parser.describe_decode() or "accept len n/a"
+            print(f"[decode] {d.gen_throughput:.2f} tok/s · {spec} · running {d.running_req}")
         sys.stdout.flush()
     return 0

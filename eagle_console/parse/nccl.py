@@ -45,6 +45,9 @@ _TOPO = re.compile(
     r"comm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) nRanks (?P<nranks>\d+) nNodes (?P<nnodes>\d+)"
 )
 _ENV = re.compile(r"^(?P<name>NCCL_[A-Z0-9_]+) set by environment to (?P<value>.*?)\s*$")
+# misc/param.cc prints integer parameters as "%s set by environment to %lld." (v2.18.1:75 … v2.30.7:100), and
+# init.cc NCCL_COLLNET_ENABLE as "%s." (v2.18.1:817): that period is NCCL's sentence, not the value.
+_ENV_INT_PERIOD = re.compile(r"^-?\d+\.$")
 _P2P_DISABLED = (
     re.compile(r"P2P is disabled between connected GPUs (?P<a>\d+) and (?P<b>\d+)"),
     re.compile(r"Could not enable P2P between dev (?P<a>\d+)\S* and dev (?P<b>\d+)"),
@@ -56,6 +59,13 @@ _P2P_DISABLED = (
 # ncclTopoPrintRec; values in include/graph.h: arch 1 x86, 3 ARM; vendor 1 Intel, 2 AMD, 3 Zhaoxin).
 _CPU = re.compile(r"^CPU/[0-9a-fA-F]+(?:-[0-9a-fA-F]+)? \((?P<arch>\d+)/(?P<vendor>\d+)/(?P<model>\d+)\)")
 _SEVERE_WARN = re.compile(r"fail|error|timeout|timed out|abort|unhandled", re.IGNORECASE)
+# WARNs after which NCCL carries on: an IB device it cannot open is skipped (`continue` after
+# WARN("NET/IB : Unable to open device %s"), transport/net_ib.cc v2.10.3:149 … net_ib/init.cc v2.30.7:334;
+# the wrapper's own "Call to ibv_open_device failed" precedes it), and a missing libibverbs only means no IB
+# (misc/ibvwrap.cc v2.10.3:63 WARN, demoted to INFO in misc/ibvsymbols.cc v2.18.1:78). NCCL then uses
+# sockets or the devices it could open: no error of the run.
+_BENIGN_WARN = re.compile(r"NET/IB ?: Unable to open device|Call to ibv_open_device failed|"
+                          r"Failed to open libibverbs")
 
 TRANSPORTS = ("P2P", "SHM", "NET", "COLLNET")
 MAX_PAIRS = 20_000  # bounded memory: an 8-rank server with several communicators stays far below
@@ -152,8 +162,11 @@ class NcclParser:
     _p2p_disabled: list[str] = field(default_factory=list)
     cpu: tuple[int, int] | None = None  # (arch, vendor) from the GRAPH topology dump
     _warn_count: int = 0
+    _benign_warns: int = 0  # WARNs NCCL carries on after (_BENIGN_WARN)
     _severe_warn: bool = False
     node: str | None = None  # the node the lines being fed come from (set by the multi-node merge)
+    # The cards' names as NVML gives them (the GPU reading; NCCL's log has none): SHM_FALLBACK names the class
+    gpu_names: list[str] = field(default_factory=list)
     _host_node: dict[str, str] = field(default_factory=dict)  # host → the node whose log first named it
 
     def _qualified(self, host: str) -> str:
@@ -190,7 +203,10 @@ class NcclParser:
 
     def _on_warn(self, m: re.Match[str], msg: str) -> None:
         self._warn_count += 1
-        self._severe_warn = self._severe_warn or bool(_SEVERE_WARN.search(msg))
+        if _BENIGN_WARN.search(msg):
+            self._benign_warns += 1
+        else:
+            self._severe_warn = self._severe_warn or bool(_SEVERE_WARN.search(msg))
         where = f"{m.group('file')}:{m.group('fline')} " if m.group("file") else ""
         text = f"{m.group('host')}:{m.group('pid')} [{m.group('dev') or '?'}] {where}{msg}"
         if len(self.warnings) < MAX_WARNINGS and text not in self.warnings:
@@ -225,7 +241,8 @@ class NcclParser:
                 return
         e = _ENV.match(msg)
         if e:
-            self.env[e.group("name")] = e.group("value")
+            value = e.group("value")
+            self.env[e.group("name")] = value[:-1] if _ENV_INT_PERIOD.match(value) else value
             return
         for pattern in _P2P_DISABLED:
             d = pattern.search(msg)
@@ -352,8 +369,13 @@ class NcclParser:
         self._init_finding(out)
         if self._warn_count:
             first = self.warnings[0] if self.warnings else ""
-            out.append(Finding("error" if self._severe_warn else "warning", "NCCL_WARN",
-                                f"{self._warn_count} NCCL WARN line(s); first: {first}"))
+            msg = f"{self._warn_count} NCCL WARN line(s); first: {first}"
+            if self._benign_warns == self._warn_count:
+                out.append(Finding("info", "NCCL_WARN", msg + " — NCCL carries on after these: an InfiniBand "
+                                   "device or libibverbs it cannot open is skipped (sockets or the other devices "
+                                   "are used; NCCL 2.18+ logs a missing libibverbs as INFO)"))
+            else:
+                out.append(Finding("error" if self._severe_warn else "warning", "NCCL_WARN", msg))
         self._hang_finding(out, seconds_since_last_line, gpu_busy, hang_after_s)
         return out
 
@@ -373,7 +395,7 @@ class NcclParser:
         shown = ", ".join(f"{a}→{b}" for a, b in sorted(shm)[:12]) + (" …" if len(shm) > 12 else "")
         msg = (f"{len(shm)} GPU pair(s) connect through SHM (host memory) instead of PCIe P2P: {shown}"
                f" ({len(p2p)} pair(s) use P2P).")
-        severity, why = shm_verdict(version, self.env, self.cpu, p2p_off)
+        severity, why = shm_verdict(version, self.env, self.cpu, p2p_off, self.gpu_names)
         out.append(Finding(severity, "SHM_FALLBACK", msg + why))
 
     def _net_finding(self, out: list[Finding]) -> None:

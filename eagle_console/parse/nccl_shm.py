@@ -8,7 +8,7 @@ NVML check — so SHM despite NCCL_P2P_LEVEL=SYS means NVML said no (ACS, IOMMU,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 # NCCL 2.23 moved the default P2P cutoff to PXB on every CPU: SHM across a CPU host bridge is the designed
 # default. Before, the default was SYS except on Intel, Zhaoxin and ARM hosts, which already had PXB
@@ -32,12 +32,27 @@ def _p2p_level(value: str) -> str:
     return value
 
 
+def card_class(gpu_names: Sequence[str]) -> str | None:
+    """'GeForce' when the GPUs' NVML names (`NVIDIA GeForce RTX 4090`) say consumer cards, else None."""
+    geforce = sorted({n for n in gpu_names if "geforce" in n.lower()})
+    return f"GeForce ({', '.join(geforce)})" if geforce else None
+
+
 def shm_verdict(version: tuple[int, ...] | None, env: Mapping[str, str], cpu: tuple[int, int] | None,
-                p2p_off: bool) -> tuple[str, str]:
-    """How bad SHM between GPUs of one host is, given the env overrides, the NCCL version and the CPU."""
+                p2p_off: bool, gpu_names: Sequence[str] = ()) -> tuple[str, str]:
+    """How bad SHM between GPUs of one host is, given the env overrides, the NCCL version, the CPU and the
+    cards' names (NVML's, from the GPU reading: NCCL's log does not name the card)."""
     level = _p2p_level(env.get("NCCL_P2P_LEVEL", ""))
     if p2p_off:
         return "info", " Expected: NCCL_P2P_DISABLE=1 is set."
+    cards = card_class(gpu_names)
+    if cards:
+        # NCCL asks NVML (ncclTopoCheckP2p's checkNvml block); the stock driver reports no PCIe P2P between
+        # GeForce cards (NVIDIA/nccl#1127: RTX 4090; #175: 1080 Ti "chipset not supported"), whatever the
+        # P2P level, ACS or IOMMU say.
+        return "info", (f" Expected on {cards}: the driver offers no PCIe P2P between GeForce cards, so NVML "
+                        "reports P2P as not supported and NCCL uses SHM whatever NCCL_P2P_LEVEL says — not an "
+                        "ACS/IOMMU problem (`nvidia-smi topo -p2p r` shows NS).")
     if level in WIDE_P2P_LEVELS:
         return "warning", (
             f" NCCL_P2P_LEVEL={level} is set by environment, so NCCL allowed P2P by distance"

@@ -32,7 +32,9 @@ _LAUNCHER = re.compile(r"^(?:\([\w.-]+ pid=\d+(?:, ip=[\d.]+)?\) |[\w.-]+\s+\| )
 STAGES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("load weights begin", re.compile(r"Load weight begin")),
     ("load weights", re.compile(r"Load weight end")),
-    ("KV cache", re.compile(r"KV Cache is allocated")),
+    # 0.5.23 logs "VA upper bound" instead when the pool is reserved before capture (mem_cache/memory_pool.py
+    # _finalize_allocation_log: `{cache_name} {'VA upper bound' if post_capture_active else 'is allocated'}.`).
+    ("KV cache", re.compile(r"KV Cache (?:is allocated|VA upper bound)\.")),
     ("memory pool", re.compile(r"Memory pool end")),
     ("CUDA graph capture begin", re.compile(r"Capture (?:\w+ )*cuda graph begin", re.IGNORECASE)),
     ("CUDA graph capture", re.compile(r"Capture (?:\w+ )*cuda graph end", re.IGNORECASE)),
@@ -53,6 +55,9 @@ _FIELDS = {
     "token_usage": re.compile(r"(?:^|, )token usage: ([0-9.]+)|full token usage: ([0-9.]+)"),
     "accept_len": re.compile(r"accept len: ([0-9.]+)"),
     "accept_rate": re.compile(r"accept rate: ([0-9.]+)"),
+    # 0.5.23 metrics_reporter.py report_decode_stats: only printed when > 0 (DSpark/UNO cap-accept verify).
+    "cap_len": re.compile(r"(?:^|, )cap len: ([0-9.]+)"),
+    "block_accept_len": re.compile(r"block accept len: ([0-9.]+)"),
     "gen_throughput": re.compile(r"gen throughput \(token/s\): ([0-9.]+)"),
     "new_seq": re.compile(r"#new-seq: (\d+)"),
     "new_token": re.compile(r"#new-token: (\d+)"),
@@ -63,11 +68,13 @@ _FIELDS = {
 # (code, severity, pattern, advice). Checked in order on every line; the first match names the error.
 ERRORS: tuple[tuple[str, str, re.Pattern[str], str], ...] = (
     ("CUDA_OOM", "error", re.compile(r"CUDA out of memory|CUDA error: out of memory|OutOfMemoryError"),
-     "lower --mem-fraction-static, --cuda-graph-max-bs or --max-running-requests"),
+     "lower --mem-fraction-static, {max_bs} or --max-running-requests"),
     ("NOT_ENOUGH_MEMORY", "error", re.compile(r"Not enough memory(?: to allocate KV cache)?\."),
      "weights leave no room for the KV cache: raise --mem-fraction-static or use more GPUs"),
-    ("CUDA_GRAPH_CAPTURE_FAILED", "error", re.compile(r"Capture cuda graph failed"),
-     "lower --mem-fraction-static / --cuda-graph-max-bs, or --disable-cuda-graph"),
+    # 0.5.23: decode `Capture cuda graph failed: ...` (runner/decode_cuda_graph_runner.py), prefill `Capture
+    # prefill CUDA graph failed: ...` (runner/prefill_cuda_graph_runner.py); the advice is upstream's own list.
+    ("CUDA_GRAPH_CAPTURE_FAILED", "error", re.compile(r"Capture (?:prefill )?cuda graph failed", re.IGNORECASE),
+     "lower --mem-fraction-static / {max_bs}, or {no_graph}"),
     ("SCHEDULER_EXCEPTION", "error",
      re.compile(r"(?:Scheduler|TpModelWorkerClient|DataParallelController|DetokenizerManager) hit an exception"),
      ""),
@@ -89,9 +96,38 @@ ERRORS: tuple[tuple[str, str, re.Pattern[str], str], ...] = (
      "requests are being retracted: lower concurrency or give the KV cache more memory"),
     ("CUSTOM_ALLREDUCE_FAILED", "info", re.compile(r"Setup Custom allreduce failed"),
      "normal without P2P between the GPUs; pass --disable-custom-all-reduce to silence it"),
+    # distributed/device_communicators/custom_all_reduce_utils.py (0.5.23: `CustomAllreduce is disabled because
+    # it's not supported on more than two PCIe-only GPUs. ...`; older: `Custom allreduce is disabled ...`).
+    ("CUSTOM_ALLREDUCE_DISABLED", "info",
+     re.compile(r"Custom ?all ?reduce(?:V2)? is disabled because it's not supported on more than two PCIe-only",
+                re.IGNORECASE),
+     "expected on PCIe-only GPUs without NVLink (tp > 2): all-reduce goes through NCCL, whose settings "
+     "(NCCL_P2P_LEVEL, NCCL_PROTO, NCCL_ALGO) then decide its speed"),
 )
+# Codes that only say which process raised: the traceback's own cause (OOM, capture failure, ...) wins.
+_CONTAINER_CODES = frozenset({"SCHEDULER_EXCEPTION"})
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
-_EXC_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)\b")
+# `torch.OutOfMemoryError: ...`, and the bare `Exception: ...` SGLang's capture runners raise.
+_EXC_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*)?(?:Error|Exception|Interrupt|Exit)(?::|$)")
+# The launch dump: `server_args=ServerArgs(...)` up to 0.5.x, `server_args={...}` (a dict: resolved_dict())
+# in 0.5.23 (entrypoints/engine.py:173, 311, 1185).
+_ARGS_DUMP = re.compile(r"server_args=(?P<form>ServerArgs\(|\{)")
+# The flags the advice names, per launch-flag generation (0.5.23: srt/arg_groups/fields/exec_.py
+# cuda_graph_max_bs_decode / _prefill; server_args.py:408-414 `--disable-cuda-graph` deprecated for
+# `--cuda-graph-backend-{decode,prefill}=disabled`; runner_backend_utils CUDA_GRAPH_CAPTURE_FAILED_MSG).
+GRAPH_FLAGS = {
+    "old": {"max_bs": "--cuda-graph-max-bs", "no_graph": "--disable-cuda-graph"},
+    "new": {"max_bs": "--cuda-graph-max-bs-decode", "no_graph": "--cuda-graph-backend-decode=disabled"},
+    "unknown": {"max_bs": "--cuda-graph-max-bs (SGLang 0.5.23: --cuda-graph-max-bs-decode)",
+                "no_graph": "--disable-cuda-graph (SGLang 0.5.23: --cuda-graph-backend-decode=disabled)"},
+}
+PREFILL_GRAPH_FLAGS = {"max_bs": "--cuda-graph-max-bs-prefill", "no_graph": "--cuda-graph-backend-prefill=disabled"}
+# What `accept rate` means in the decode log. Before sglang PR #23530 (merged 2026-04-23) it was
+# (accepted drafts + bonus) / (steps x num_draft_tokens); from then on accepted drafts / proposed drafts,
+# the bonus token excluded (0.5.23 metrics_reporter.py:970-983).
+ACCEPT_RATE_DRAFTS = "accepted drafts / proposed drafts (bonus token excluded)"
+ACCEPT_RATE_OLD = "(accepted drafts + bonus token) / (num_draft_tokens per step): older SGLang"
+ACCEPT_RATE_UNKNOWN = "as logged: drafts only on SGLang 0.5.23, bonus token included on older releases"
 MAX_ERRORS = 50
 MAX_LINE = 500  # an error string is cut here; tracebacks can carry huge reprs
 LOW_ACCEPT_LEN = 1.3  # below this a drafter barely helps (1.0 = nothing accepted)
@@ -159,6 +195,8 @@ class DecodeSample:
     accept_rate: float | None = None
     tp_rank: int | None = None
     forward_ct: int | None = None  # the ` [123]` of SGLANG_LOG_FORWARD_ITERS
+    cap_len: float | None = None  # 0.5.23 `cap len:` (cap-accept verify only)
+    block_accept_len: float | None = None  # 0.5.23 `block accept len:` (uncapped full-block accept length)
 
     def as_json(self) -> DecodeJson:
         return DecodeJson(gen_throughput=self.gen_throughput, accept_len=self.accept_len,
@@ -202,12 +240,15 @@ def parse_decode(msg: str) -> DecodeSample | None:
         return None
     usage, accept = _num(_FIELDS["token_usage"], msg), _num(_FIELDS["accept_len"], msg)
     queue, rate = _num(_FIELDS["queue_req"], msg), _num(_FIELDS["accept_rate"], msg)
+    cap, block = _num(_FIELDS["cap_len"], msg), _num(_FIELDS["block_accept_len"], msg)
     return DecodeSample(
         gen_throughput=float(tput), accept_len=float(accept) if accept is not None else None,
         running_req=int(running), token_usage=float(usage) if usage is not None else 0.0,
         queue_req=int(queue) if queue is not None else None,
         accept_rate=float(rate) if rate is not None else None,
         forward_ct=int(head.group(1)) if head.group(1) else None,
+        cap_len=float(cap) if cap is not None else None,
+        block_accept_len=float(block) if block is not None else None,
     )
 
 
@@ -244,8 +285,9 @@ class SglangLogParser:
     _codes: dict[str, list] = field(default_factory=dict)  # code → [severity, count, first line, advice]
     _tb: list[str] | None = None  # head of a traceback being read
     _tb_code: str | None = None
-    # Newer SGLang (0.5.23 builds) renamed the flag; its server_args dump then has the new field name.
-    _graph_bs_flag: str = "--cuda-graph-max-bs"
+    # Which launch flags the server has, from its server_args dump: "old", "new" (0.5.23) or "unknown".
+    graph_flags: str = "unknown"
+    args_dump: str | None = None  # "repr" (ServerArgs(...)) or "dict" (0.5.23) once the dump was seen
 
     def __post_init__(self) -> None:
         self.history = deque(maxlen=self.history_len)
@@ -283,9 +325,12 @@ class SglangLogParser:
                 if pattern is _READY:
                     self.ready = True
                 return
-        if "server_args=ServerArgs(" in msg and "cuda_graph_max_bs_decode" in msg:
-            self._graph_bs_flag = "--cuda-graph-max-bs-decode"
-            return
+        if "server_args=" in msg:
+            dump = _ARGS_DUMP.search(msg)
+            if dump:
+                self.args_dump = "dict" if dump.group("form") == "{" else "repr"
+                self.graph_flags = "new" if "cuda_graph_max_bs_decode" in msg else "old"
+                return
         if _TRACEBACK.search(msg):
             self._tb, self._tb_code = [msg.strip()], self._classify(msg)
             return
@@ -297,16 +342,23 @@ class SglangLogParser:
         """Inside a traceback: True while the line belongs to it; the exception line closes it."""
         body = msg.rstrip()
         if ts is None and (body.startswith((" ", "\t")) or not body or set(body.strip()) <= set("^~ ")):
-            self._tb_code = self._tb_code or self._classify(body)
+            self._tb_code = self._cause(self._tb_code, body)
             return True
         tb, self._tb = self._tb or [], None
         if ts is None and _EXC_LINE.match(body.strip()):
-            code = self._tb_code or self._classify(body) or "PYTHON_EXCEPTION"
+            code = self._cause(self._tb_code, body) or "PYTHON_EXCEPTION"
             self._record(code, f"{tb[0]} … {body.strip()}")
             return True
         # The traceback ended without an exception line (cut off): keep what we have.
         self._record(self._tb_code or "PYTHON_EXCEPTION", f"{tb[0]} … (traceback cut off)")
         return False
+
+    def _cause(self, code: str | None, text: str) -> str | None:
+        """Inside a traceback the first specific code wins; the header's "which process" code only until
+        a cause (OOM, capture failure, NCCL error) shows up (0.5.23 scheduler.py:6370-6372 wraps them all)."""
+        if code is not None and code not in _CONTAINER_CODES:
+            return code
+        return self._classify(text) or code
 
     @staticmethod
     def _classify(text: str) -> str | None:
@@ -315,8 +367,10 @@ class SglangLogParser:
                 return code
         return None
 
-    @staticmethod
-    def _advice(code: str, text: str, advice: str) -> str:
+    def _advice(self, code: str, text: str, advice: str) -> str:
+        if "{" in advice:  # the flags this server takes
+            prefill = code == "CUDA_GRAPH_CAPTURE_FAILED" and "prefill" in text.lower()
+            advice = advice.format(**(PREFILL_GRAPH_FLAGS if prefill else GRAPH_FLAGS[self.graph_flags]))
         if code == "SCHEDULER_DIED":
             m = _DIED_CODE.search(text)
             if m and m.group(1) == "-9":
@@ -327,7 +381,6 @@ class SglangLogParser:
 
     def _record(self, code: str, text: str) -> None:
         severity, advice = next(((s, a) for c, s, _p, a in ERRORS if c == code), ("error", ""))
-        advice = self._advice(code, text, advice)
         entry = self._codes.get(code)
         if entry is None:
             self._codes[code] = [severity, 1, text[:MAX_LINE], advice]
@@ -350,7 +403,7 @@ class SglangLogParser:
             code = self._tb_code or "PYTHON_EXCEPTION"
             codes.setdefault(code, ["error", 0, self.pending_traceback(), ""])
         for code, (severity, count, first, advice) in codes.items():
-            advice = advice.replace("--cuda-graph-max-bs", self._graph_bs_flag)
+            advice = self._advice(code, first, advice)  # now: the server_args dump may have come since
             msg = (f"{count}× " if count > 1 else "") + first + (f" — {advice}" if advice else "")
             out.append(Finding(severity, code, msg))
         recent = [a for _t, a in list(self.history)[-10:] if a is not None]
@@ -359,6 +412,31 @@ class SglangLogParser:
             out.append(Finding("warning", "LOW_ACCEPT_LEN",
                                f"mean accept length {mean:.2f} over the last {len(recent)} decode logs: "
                                "the drafter is barely accepted (wrong drafter, vocab mapping or aux layers?)"))
+        return out
+
+    def accept_rate_definition(self) -> str:
+        """What the decode log's `accept rate` means here: the 0.5.23 dump form, the 0.5.23-only fields, or
+        a sample no old formula can give (accept len 1.00 with rate 0.00: the bonus token would make it
+        1/num_draft_tokens) say drafts only; accept len 1.00 with a nonzero rate says the old formula."""
+        d = self.decode
+        if self.args_dump == "dict" or (d is not None and (d.cap_len is not None or d.block_accept_len is not None)):
+            return ACCEPT_RATE_DRAFTS
+        if d is not None and d.accept_len == 1.0 and d.accept_rate is not None:
+            return ACCEPT_RATE_DRAFTS if d.accept_rate == 0.0 else ACCEPT_RATE_OLD
+        return ACCEPT_RATE_UNKNOWN
+
+    def describe_decode(self) -> str | None:
+        """The latest decode log's speculative figures in words, each with its definition."""
+        d = self.decode
+        if d is None or d.accept_len is None:
+            return None
+        out = f"accept len {d.accept_len:.2f}"
+        if d.accept_rate is not None:
+            out += f" · accept rate {d.accept_rate:.2f} ({self.accept_rate_definition()})"
+        if d.cap_len is not None:
+            out += f" · cap len {d.cap_len:.2f}"
+        if d.block_accept_len is not None:
+            out += f" · block accept len {d.block_accept_len:.2f} (uncapped full-block accept length)"
         return out
 
     def summary(self) -> ServerLogSummary:

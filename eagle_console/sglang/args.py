@@ -7,6 +7,7 @@ split with shlex, so "python -m eagle_console.sim.sglang_server" launches the si
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 from typing import Any
@@ -14,16 +15,30 @@ from typing import Any
 from eagle_console.findings import Finding
 
 ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM")  # --speculative-algorithm choices in 0.5.x
-# In the SpeculativeAlgorithm enum of newer SGLang only (speculative/spec_info.py); accepted with a note.
-NEWER_ALGORITHMS = ("DFLASH", "DSPARK", "FROZEN_KV_MTP")
-# The flags build_launch_argv writes, with SGLang's aliases: `args` must not say them again.
-GENERATED_FLAGS = {"--model-path": ("--model-path", "--model"), "--tp-size": ("--tp-size", "--tensor-parallel-size", "--tp"),
+# In the SpeculativeAlgorithm enum of newer SGLang only (0.5.23 speculative/spec_info.py:32-45); accepted with
+# a note.
+NEWER_ALGORITHMS = ("DFLASH", "DSPARK", "FROZEN_KV_MTP", "UNO")
+# 0.5.23 takes any other name a plugin registered (`SpeculativeAlgorithm.register`, spec_info.py:50-66:
+# from_string tries the enum, NEXTN, then the plugin registry): a name shaped like one is a warning, not an error.
+_PLUGIN_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+# The flags build_launch_argv writes, with SGLang's aliases: `args` must not say them again. 0.5.23 has no
+# `--tp` alias (srt/arg_groups/fields/parallel.py:45-51: aliases=["--tensor-parallel-size"]); `--tp` still
+# reaches --tp-size as an argparse abbreviation, which repeated_flag catches as one.
+GENERATED_FLAGS = {"--model-path": ("--model-path", "--model"), "--tp-size": ("--tp-size", "--tensor-parallel-size"),
                    "--host": ("--host",), "--port": ("--port",)}
+NEW_FLAGS_SINCE = (0, 5, 23)  # the release the rules below were read in (earlier boundaries unverified)
+# Flags 0.5.23 no longer has: an argparse prefix of two new flags is ambiguous, so argparse exits 2
+# (fields/exec_.py:629-645 cuda_graph_max_bs_decode/_prefill, cuda_graph_bs_decode/_prefill).
+GONE_FLAGS = {"--cuda-graph-max-bs": "--cuda-graph-max-bs-decode (and -prefill)",
+              "--cuda-graph-bs": "--cuda-graph-bs-decode (and -prefill)"}
+# Deprecated in 0.5.23 (server_args.py:408-414 DeprecatedStoreTrueAction): still works, with a warning.
+DEPRECATED_FLAGS = {"--disable-cuda-graph": "--cuda-graph-backend-decode=disabled --cuda-graph-backend-prefill=disabled"}
 SPEC_GENERATED = {"--speculative-algorithm": ("--speculative-algorithm",),
                   "--speculative-draft-model-path": ("--speculative-draft-model-path", "--speculative-draft-model")}
 SPEC_FLAGS = (("num_steps", "--speculative-num-steps"), ("eagle_topk", "--speculative-eagle-topk"),
               ("num_draft_tokens", "--speculative-num-draft-tokens"))
-LAUNCH_KEYS = {"model", "draft", "tp", "port", "host", "speculative", "args", "python"}
+# sglang_version: the SGLang the server runs ("0.5.23"), for the flag checks only; never on the command line.
+LAUNCH_KEYS = {"model", "draft", "tp", "port", "host", "speculative", "args", "python", "sglang_version"}
 KNOWN_KEYS = LAUNCH_KEYS | {"nodes", "dist_port"}  # the last two: multi-node only (sglang/multinode.py)
 
 
@@ -67,9 +82,9 @@ def speculative(args: dict[str, Any]) -> dict[str, Any]:
     if unknown:
         raise LaunchArgsError(f"`speculative` has unknown keys: {', '.join(sorted(unknown))}")
     algorithm = spec.get("algorithm")
-    if algorithm is not None and str(algorithm).upper() not in ALGORITHMS + NEWER_ALGORITHMS:
-        raise LaunchArgsError(f"`speculative.algorithm` must be one of {', '.join(ALGORITHMS + NEWER_ALGORITHMS)}, "
-                              f"got {algorithm!r}")
+    if algorithm is not None and not _PLUGIN_NAME.match(str(algorithm)):
+        raise LaunchArgsError(f"`speculative.algorithm` must be one of {', '.join(ALGORITHMS + NEWER_ALGORITHMS)} "
+                              f"or a plugin-registered name, got {algorithm!r}")
     out: dict[str, Any] = {"algorithm": str(algorithm).upper() if algorithm else None}
     for key, _flag in SPEC_FLAGS:
         out[key] = _int(spec, key, None, 1, 64)
@@ -175,9 +190,44 @@ def launch_findings(args: dict[str, Any]) -> list[Finding]:
             "warning", "SPEC_VERSION",
             f"speculative.algorithm {spec['algorithm']} exists only in newer SGLang (not in 0.5.x's choices "
             f"{', '.join(ALGORITHMS)}): check the installed version"))
+    elif spec["algorithm"] and spec["algorithm"] not in ALGORITHMS:
+        import difflib
+
+        close = difflib.get_close_matches(spec["algorithm"], ALGORITHMS + NEWER_ALGORITHMS, n=1)
+        findings.append(Finding(
+            "warning", "SPEC_VERSION",
+            f"speculative.algorithm {spec['algorithm']} is no builtin of SGLang 0.5.23: it starts only if a plugin "
+            "registered it (SpeculativeAlgorithm.register), else SGLang stops with \"Unknown speculative "
+            "algorithm name\"" + (f"; did you mean {close[0]}?" if close else "")))
+    findings += flag_findings([str(a) for a in args.get("args", [])], args.get("sglang_version"))
     topk, steps, tokens = spec["eagle_topk"], spec["num_steps"], spec["num_draft_tokens"]
     if topk == 1 and steps is not None and tokens is not None and tokens != steps + 1:
         findings.append(Finding(
             "warning", "SPEC_CHAIN",
             f"eagle_topk = 1 is a chain: num_draft_tokens should be num_steps + 1 = {steps + 1}, not {tokens}"))
     return findings
+
+
+def _version(text: object) -> tuple[int, ...] | None:
+    m = re.match(r"v?(\d+(?:\.\d+)*)", str(text).strip()) if text is not None else None
+    return tuple(int(p) for p in m.group(1).split(".")) if m else None
+
+
+def flag_findings(extra: list[str], sglang_version: object = None) -> list[Finding]:
+    """`args` flags the SGLang of `sglang_version` (None: unknown) refuses or deprecates (0.5.23 rules)."""
+    version = _version(sglang_version)
+    new = version is not None and version >= NEW_FLAGS_SINCE
+    which = f"SGLang {sglang_version}" if version is not None else "SGLang 0.5.23 (the version is not given)"
+    out: list[Finding] = []
+    for item in extra:
+        name = item.split("=", 1)[0]
+        if name in GONE_FLAGS and (new or version is None):
+            out.append(Finding(
+                "error" if new else "warning", "ARGS",
+                f"`args` has {name}: {which} has only {GONE_FLAGS[name]}, and argparse refuses {name} as an "
+                "ambiguous abbreviation of both (exit 2)"))
+        elif name in DEPRECATED_FLAGS and (new or version is None):
+            out.append(Finding(
+                "warning", "ARGS",
+                f"`args` has {name}: deprecated in {which}; use {DEPRECATED_FLAGS[name]}"))
+    return out

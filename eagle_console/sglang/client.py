@@ -41,6 +41,11 @@ def accept_length_from_info(info: dict[str, Any]) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
+# SGLang 0.5.23 benchmark/serving.py:1011 `_DEFAULT_SGLANG_FLUSH_CACHE_TIMEOUT = 60.0`, sent as
+# `params={"timeout": flush_cache_timeout}` (flush_server_cache, :1014-1032).
+FLUSH_TIMEOUT_S = 60.0
+
+
 class SglangClient:
     def __init__(self, base_url: str, timeout: float = 30.0) -> None:
         self.base_url = base_url.rstrip("/")
@@ -99,10 +104,12 @@ class SglangClient:
     def model_info(self) -> dict[str, Any]:
         return self._get_json("/get_model_info")
 
-    def flush_cache(self) -> bool:
-        """POST /flush_cache: True when flushed (400: requests were running, nothing done)."""
+    def flush_cache(self, timeout_s: float = FLUSH_TIMEOUT_S) -> bool:
+        """POST /flush_cache?timeout=S as bench_serving does: True when flushed. With a timeout the server waits
+        for its running requests (the warm-up's may still be held) instead of answering 400 at once."""
         try:
-            return self.http.post("/flush_cache").status_code == 200
+            r = self.http.post("/flush_cache", params={"timeout": timeout_s}, timeout=timeout_s + 30.0)
+            return r.status_code == 200
         except httpx.HTTPError:
             return False
 

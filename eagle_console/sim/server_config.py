@@ -38,6 +38,8 @@ class ServerConfig:
     mem_fraction_static: float | None = None
     context_length: int | None = None
     disable_cuda_graph: bool = False
+    cuda_graph_backend_decode: str | None = None  # 0.5.23: "disabled" replaces --disable-cuda-graph
+    cuda_graph_backend_prefill: str | None = None
     trust_remote_code: bool = False
     skip_server_warmup: bool = False
     nnodes: int = 1
@@ -72,6 +74,11 @@ class ServerConfig:
         return config is None or not is_eagle3_config(config)
 
     @property
+    def decode_graph(self) -> bool:
+        """Whether the decode CUDA graph is captured (--disable-cuda-graph, or 0.5.23's backend flag)."""
+        return not self.disable_cuda_graph and self.cuda_graph_backend_decode != "disabled"
+
+    @property
     def num_steps(self) -> int:
         return self.speculative_num_steps or 3
 
@@ -90,6 +97,7 @@ class ServerConfig:
         data["served_model_name"] = self.model_name
         data["mem_fraction_static"] = self.mem_fraction_static or DEFAULT_MEM_FRACTION
         data["context_length"] = self.context_length or CONTEXT_LEN
+        data["cuda_graph_max_bs_decode"] = data["cuda_graph_max_bs_prefill"] = None
         if self.speculative:
             data["speculative_num_steps"] = self.num_steps
             data["speculative_eagle_topk"] = self.speculative_eagle_topk or 1
@@ -101,6 +109,9 @@ class ServerConfig:
 NO_EFFECT = (
     (("--disable-radix-cache",), False), (("--disable-custom-all-reduce",), False),
     (("--num-continuous-decode-steps",), True), (("--cuda-graph-max-bs",), True), (("--cuda-graph-bs",), True),
+    # SGLang 0.5.23's per-phase names (srt/arg_groups/fields/exec_.py:629-645); the old ones stay for older plans
+    (("--cuda-graph-max-bs-decode",), True), (("--cuda-graph-max-bs-prefill",), True),
+    (("--cuda-graph-bs-decode",), True), (("--cuda-graph-bs-prefill",), True),
     (("--max-running-requests",), True), (("--chunked-prefill-size",), True), (("--max-total-tokens",), True),
     (("--log-level",), True), (("--enable-metrics",), False), (("--attention-backend",), True),
     (("--kv-cache-dtype",), True), (("--dtype",), True), (("--quantization",), True),
@@ -197,7 +208,9 @@ def parse_server_args(argv: list[str]) -> ServerConfig:
     ap.add_argument("--decode-log-interval", type=int, default=40)
     ap.add_argument("--mem-fraction-static", type=float)
     ap.add_argument("--context-length", type=int)
-    ap.add_argument("--disable-cuda-graph", action="store_true")
+    ap.add_argument("--disable-cuda-graph", action="store_true")  # deprecated in 0.5.23 (server_args.py:408)
+    ap.add_argument("--cuda-graph-backend-decode", choices=("full", "breakable", "disabled"))
+    ap.add_argument("--cuda-graph-backend-prefill", choices=("full", "breakable", "disabled"))
     ap.add_argument("--trust-remote-code", action="store_true")
     ap.add_argument("--skip-server-warmup", action="store_true")
     ap.add_argument("--nnodes", type=int, default=1)
@@ -207,7 +220,7 @@ def parse_server_args(argv: list[str]) -> ServerConfig:
     for flags, takes_value in NO_EFFECT:
         dest = "ignored_" + flags[0].lstrip("-").replace("-", "_")
         if takes_value:
-            ignored.add_argument(*flags, dest=dest, nargs="+" if flags[0] == "--cuda-graph-bs" else None)
+            ignored.add_argument(*flags, dest=dest, nargs="+" if flags[0].startswith("--cuda-graph-bs") else None)
         else:
             ignored.add_argument(*flags, dest=dest, action="store_true")
     try:

@@ -105,23 +105,32 @@ class SimEngine:
         msg = f"Decode batch, #running-req: {self.running}, #token: {self.used_tokens}, " \
               f"token usage: {self.used_tokens / 75000:.2f}, "
         if self.cfg.speculative:
+            # SGLang 0.5.23 (scheduler_components/metrics_reporter.py:970-983): accepted drafts over proposed
+            # drafts, the bonus token excluded (before sglang PR #23530 the bonus token was counted)
             accept = self._win_accept / self._win_steps
-            rate = (self._win_accept - self._win_steps) / (self._win_steps * self.cfg.num_draft_tokens)
+            rate = (self._win_accept - self._win_steps) / (self._win_steps * max(self.cfg.num_draft_tokens - 1, 1))
             msg += f"accept len: {accept:.2f}, accept rate: {rate:.2f}, "
-        msg += f"cuda graph: {not self.cfg.disable_cuda_graph}, gen throughput (token/s): {tput:.2f}, " \
-               "#queue-req: 0, "
+        msg += f"cuda graph: {self.cfg.decode_graph}, gen throughput (token/s): {tput:.2f}, #queue-req: 0"
         logs.emit(logs.sglang_line(msg, 0, self.cfg.tp_size))
         self._win_steps = self._win_tokens = self._win_accept = 0
         self._win_t0 = now
         self._activity()
 
-    def flush(self) -> bool:
-        """/flush_cache: refused while requests run; else resets the average accept length's counters."""
-        with self.lock:
-            if self.running:
-                return False
-            self.forward_ct = self.accepted = 0
-            return True
+    def flush(self, timeout_s: float = 0.0) -> tuple[bool, str]:
+        """/flush_cache as SGLang 0.5.23 answers it (http_server.py:1025-1040, scheduler_components/
+        flush_wrapper.py): without a timeout, refused while requests run; with `?timeout=S`, deferred until
+        the server is idle, refused when S pass first. A flush resets the average accept length's counters."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with self.lock:
+                if not self.running:
+                    self.forward_ct = self.accepted = 0
+                    return True, FLUSH_TEXT
+            if timeout_s <= 0.0:
+                return False, FLUSH_TEXT
+            if time.monotonic() >= deadline:
+                return False, "Timed out waiting for idle state."
+            time.sleep(0.01)
 
     def avg_accept_length(self) -> float | None:
         with self.lock:
@@ -233,8 +242,18 @@ def make_handler(engine: SimEngine, server_args: dict, version: str) -> type[Bas
         do_PUT = do_POST  # noqa: N815
 
         def _flush(self) -> None:
-            ok = engine.flush()
-            self._send(200 if ok else 400, FLUSH_TEXT.encode(), "text/plain; charset=utf-8")
+            from urllib.parse import parse_qs, urlsplit
+
+            raw = parse_qs(urlsplit(self.path).query).get("timeout", ["0"])[0]
+            try:
+                timeout_s = float(raw)
+            except ValueError:
+                timeout_s = -1.0
+            if timeout_s < 0:  # FastAPI's Query(0.0, ge=0.0)
+                self._json({"detail": [{"type": "greater_than_equal", "loc": ["query", "timeout"]}]}, 422)
+                return
+            ok, text = engine.flush(timeout_s)
+            self._send(200 if ok else 400, text.encode(), "text/plain; charset=utf-8")
 
         def _server_info(self) -> dict:
             state = {**server_args, "last_gen_throughput": round(engine.last_gen_throughput, 2)}

@@ -172,12 +172,15 @@ def run_scheduler(cfg: ServerConfig, tp_rank: int, ready_fd: int, comm: str, com
     if sim_dir is not None:
         hold(sim_dir, held)
     avail -= kv
-    say(f"KV Cache is allocated. #tokens: {tokens}, KV size: {kv:.2f} GB")
+    # SGLang 0.5.23's lines: mem_cache/memory_pool.py:2096, kv_cache_configurator.py:499,
+    # model_runner_components/cuda_graph_setup.py:758-792 (capture_decode_graph; "verify" with speculation)
+    say(f"KV Cache is allocated. dtype: torch.bfloat16, #tokens: {tokens}, KV size: {kv:.2f} GB")
     say(f"Memory pool end. avail mem={avail:.2f} GB")
-    if not cfg.disable_cuda_graph:
-        say(f"Capture cuda graph begin. This can take up to several minutes. avail mem={avail:.2f} GB")
+    if cfg.decode_graph:
+        name = "target verify" if cfg.speculative else "target decode"
+        per_req = cfg.num_draft_tokens if cfg.speculative else 1
+        say(f"Capture {name} CUDA graph begin. backend=full, num_tokens_per_req={per_req}, avail mem={avail:.2f} GB")
         bs = [1, 2, 4, 8, 12, 16, 24, 32]
-        say(f"Capture cuda graph bs {bs}")
         t0 = time.monotonic()
         for n, b in enumerate(reversed(bs), 1):
             time.sleep(budget * 0.20 / len(bs))
@@ -188,8 +191,8 @@ def run_scheduler(cfg: ServerConfig, tp_rank: int, ready_fd: int, comm: str, com
         if sim_dir is not None:
             hold(sim_dir, held)
         avail -= CUDA_GRAPH_GIB
-        say(f"Capture cuda graph end. Time elapsed: {time.monotonic() - t0:.2f} s. mem usage={CUDA_GRAPH_GIB:.2f} GB. "
-            f"avail mem={avail:.2f} GB.")
+        say(f"Capture {name} CUDA graph end. bs={bs}, elapsed={time.monotonic() - t0:.2f} s, "
+            f"mem usage={CUDA_GRAPH_GIB:.2f} GB, avail mem={avail:.2f} GB.")
     context = cfg.context_length or 262144
     say(f"max_total_num_tokens={tokens}, chunked_prefill_size=8192, max_prefill_tokens=16384, "
         f"max_running_requests=48, context_len={context}, available_gpu_mem={avail:.2f} GB")

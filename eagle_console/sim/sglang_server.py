@@ -124,8 +124,9 @@ def port_free(host: str, port: int) -> None:
 
 
 def _announce(cfg: ServerConfig) -> None:
-    args = ", ".join(f"{k}={v!r}" for k, v in cfg.as_server_args().items())
-    logs.emit(logs.sglang_line(f"server_args=ServerArgs({args})"))
+    # SGLang 0.5.23 logs the resolved record as a dict (entrypoints/engine.py:311 `server_args={...}`,
+    # ServerArgs.resolved_dict), with its per-phase CUDA-graph fields (arg_groups/field_order.py:227-228).
+    logs.emit(logs.sglang_line(f"server_args={cfg.as_server_args()!r}"))
     if cfg.ignored:
         logs.emit(logs.sglang_line(f"[simulated] flags with no effect here: {' '.join(cfg.ignored)}"))
 

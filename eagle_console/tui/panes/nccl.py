@@ -123,6 +123,8 @@ class NcclPane(ServiceLogPane):
 
     def show_digest(self, batch: LogBatch) -> None:
         self.gpu_busy = gpu_busy_from(self.ctx.gpus)  # the next digest's hang check uses it
+        if self._parser is not None and self.ctx.gpus is not None:  # SHM_FALLBACK names the card class
+            self._parser.gpu_names = [g.name for g in self.ctx.gpus.sample.gpus if g.name]
         if batch.digest is None:
             self.head.update(Text("no service log", style="dim"))
             return

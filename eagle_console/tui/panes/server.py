@@ -18,7 +18,7 @@ from eagle_console.tui.theme import rich_style, tstyle
 _ERROR_LINE = re.compile(r"Traceback|Error\b|Exception|out of memory|Not enough memory|failed|hit an exception"
                          r"|\bWARN(?:ING)?\b", re.IGNORECASE)
 _READY_LINE = re.compile(r"The server is fired up and ready to roll")
-_STAGE_LINE = re.compile(r"Load weight (?:begin|end)|KV Cache is allocated|Capture (?:\w+ )*cuda graph|"
+_STAGE_LINE = re.compile(r"Load weight (?:begin|end)|KV Cache (?:is allocated|VA upper bound)|Capture (?:\w+ )*cuda graph|"
                          r"Uvicorn running on|max_total_num_tokens=", re.IGNORECASE)
 SPARK_WIDTH = 30  # the newest decode logs the head line has room for
 

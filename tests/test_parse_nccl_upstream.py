@@ -1,0 +1,71 @@
+"""NCCL lines judged by what NCCL means by them (docs/upstream.md, "NCCL"; tags of github:NVIDIA/nccl).
+
+Real lines: zai-org/ImageReward#65 (`NET/IB : Unable to open device`, NCCL then uses the IB devices it
+could open), horovod/horovod#685 (`Failed to open libibverbs.so[.1]` as a WARN of an old NCCL; NCCL then
+uses sockets), a public NCCL 2.21.5 log's `NCCL_IB_DISABLE set by environment to 1.` (misc/param.cc's
+format), and the nccl-tests#166 SHM log of tests/data/nccl for the SHM verdict.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eagle_console.parse.nccl import NcclParser, summarize
+
+DATA = Path(__file__).parent / "data" / "nccl"
+SHM_LOG = (DATA / "nccltests166_shm_net.txt").read_text(encoding="utf-8").splitlines()
+
+IB_OPEN = [  # zai-org/ImageReward#65
+    "65826-86bd789679-2dxbs:80744:80744 [1] misc/ibvwrap.cc:212 NCCL WARN Call to ibv_open_device failed",
+    "65826-86bd789679-2dxbs:80746:80746 [3] transport/net_ib.cc:149 NCCL WARN NET/IB : Unable to open device mlx5_59",
+    "65826-86bd789679-2dxbs:80746:80746 [3] NCCL INFO NET/IB : Using [0]mlx5_1:1/RoCE [1]mlx5_18:1/RoCE ; "
+    "OOB eth0:33.117.221.247<0>",
+    "65826-86bd789679-2dxbs:80746:80746 [3] NCCL INFO Using network IB",
+]
+NO_VERBS = [  # horovod/horovod#685 (NCCL 2.3.7)
+    "ml3:32632:32662 [0] misc/ibvwrap.cu:63 NCCL WARN Failed to open libibverbs.so[.1]",
+    "ml3:32632:32662 [0] NCCL INFO Using network Socket",
+]
+
+
+def finding(lines: list[str], code: str) -> dict:
+    return next(f for f in summarize(lines)["findings"] if f["code"] == code)
+
+
+def test_ib_device_nccl_skips_is_not_an_error() -> None:
+    f = finding(IB_OPEN, "NCCL_WARN")
+    assert f["severity"] == "info" and "carries on" in f["message"]
+
+
+def test_missing_libibverbs_warn_of_old_nccl_is_not_an_error() -> None:
+    f = finding(NO_VERBS, "NCCL_WARN")
+    assert f["severity"] == "info"
+
+
+def test_a_real_failure_among_benign_warns_stays_an_error() -> None:
+    # NVIDIA/nccl#952: a proxy failure after the connection was closed
+    severe = ("<cluster_name>:922:1158 [3] proxy.cc:1519 NCCL WARN [Proxy Service 11] Failed to execute operation "
+              "Connect from rank 11, retcode 2")
+    assert finding([*IB_OPEN, severe], "NCCL_WARN")["severity"] == "error"
+
+
+def test_environment_values_lose_nccls_trailing_period() -> None:
+    p = NcclParser()
+    p.feed(["0fed198eb8ba:528157:528268 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.",
+            "0fed198eb8ba:528157:528268 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to 1.",
+            "0fed198eb8ba:528157:528268 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0"])
+    assert p.summary()["env"] == {"NCCL_IB_DISABLE": "1", "NCCL_P2P_DISABLE": "1", "NCCL_SOCKET_IFNAME": "eth0"}
+    # NCCL_P2P_DISABLE=1 read through param.cc's format makes SHM expected
+    p.feed(SHM_LOG)
+    shm = next(f for f in p.summary()["findings"] if f["code"] == "SHM_FALLBACK")
+    assert shm["severity"] == "info" and "NCCL_P2P_DISABLE=1 is set" in shm["message"]
+
+
+def test_shm_on_geforce_names_the_card_class_not_acs() -> None:
+    p = NcclParser()
+    p.feed(["NCCL version 2.27.3+cuda12.9",
+            "ubuntu:9621:9621 [0] NCCL INFO NCCL_P2P_LEVEL set by environment to SYS", *SHM_LOG])
+    p.gpu_names = ["NVIDIA GeForce RTX 4090"] * 2  # NVML's name, as the GPU reading has it
+    shm = next(f for f in p.summary()["findings"] if f["code"] == "SHM_FALLBACK")
+    assert "GeForce (NVIDIA GeForce RTX 4090)" in shm["message"] and "no PCIe P2P" in shm["message"]
+    assert "not an ACS/IOMMU problem" in shm["message"] and shm["severity"] == "info"
