@@ -174,6 +174,7 @@ def test_multi_layer_llama_drafter_builds_from_0_5_12(tmp_path: Path) -> None:
     missing = {k: v for k, v in tensors.items() if not k.startswith("layers.1.mlp.")}
     r = check_drafter(sim.write_drafter(tmp_path / "missing", cfg, missing), sglang_version="0.5.23")
     assert any("layers.1.mlp.down_proj.weight" in f["message"] for f in found(r, "MISSING_TENSOR"))
+    assert not r["ok"]
 
 
 def test_multi_layer_mla_drafter_is_refused(tmp_path: Path) -> None:
