@@ -265,3 +265,24 @@ def test_layers0_names_load_from_0_5_12(tmp_path: Path) -> None:
     assert check_drafter(path, sglang_version="0.5.12")["ok"]
     old = check_drafter(path, sglang_version="0.5.11")
     assert not old["ok"] and "layers.0.*" in found(old, "MISSING_TENSOR")[0]["message"]
+
+
+# -- the demo's step 0.2 --------------------------------------------------------------------------------------
+
+def test_demo_step_0_2_passes_a_d2t_only_mla_drafter(tmp_path: Path) -> None:
+    """`eagle-console demo`'s step 0.2 (json.set, then the drafter.check check) run by the engine on the demo's
+    drafter: the K2.x MLA layout with d2t and no t2d, as the public MLA drafters ship."""
+    from enginekit import engine_for
+
+    from eagle_console.demo.build import build_demo
+    from eagle_console.drafter.checkpoint import load_checkpoint
+
+    plan = build_demo(tmp_path / "demo", orphans=0)
+    drafter = tmp_path / "demo" / "drafters" / "AQ-MedAI-Kimi-K2-Instruct-eagle3"
+    ckpt = load_checkpoint(drafter)
+    assert is_mla(ckpt.config) and "d2t" in ckpt.tensors and "t2d" not in ckpt.tensors
+    eng = engine_for(plan)
+    run = eng.wait(eng.start("0.2"), timeout=60)
+    log = Path(run.log).read_text()
+    assert run.exit_code == 0 and run.outcome == "completed", log
+    assert eng.journal.statuses()["0.2"] == "completed", log
