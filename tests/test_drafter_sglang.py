@@ -73,12 +73,20 @@ def test_mla_drafter_needs_sglang_0_5_12(write: Callable[..., Path]) -> None:
     assert not r["ok"] and "Eagle3DeepseekV2ForCausalLM" in bad["message"] and "SGLang 0.5.11" in bad["message"]
 
 
-def test_61_layers_is_refused(write: Callable[..., Path]) -> None:
+def test_61_layers_is_refused_before_0_5_12_and_unloaded_after(write: Callable[..., Path]) -> None:
+    """A target's config.json copied over the drafter's: 0.5.11 refuses 61 layers; 0.5.12+ builds them
+    (llama_eagle3.py) and 60 of them find no weights."""
     cfg, tensors = llama(lambda c: c.update(num_hidden_layers=61))
-    r = check_drafter(write(cfg, tensors), sglang_version="0.5.14")
+    path = write(cfg, tensors)
+    r = check_drafter(path, sglang_version="0.5.11")
     bad = finding(r, "CONFIG_INVALID")
     assert not r["ok"] and bad["severity"] == "error" and "only supports 1 layer" in bad["message"]
-    assert "SGLang 0.5.14" in bad["message"]
+    assert "SGLang 0.5.11" in bad["message"]
+    r = check_drafter(path, sglang_version="0.5.14")
+    warn = finding(r, "CONFIG_INVALID")
+    assert warn["severity"] == "warning" and "copied" in warn["message"]
+    (missing,) = [f for f in r["findings"] if f["code"] == "MISSING_TENSOR"]  # one finding, not 540
+    assert not r["ok"] and "540 tensors of decoder layers 1-60" in missing["message"]
 
 
 @pytest.mark.parametrize("declared", [False, True])
@@ -125,9 +133,9 @@ def aux(r: dict[str, Any]) -> list[dict[str, Any]]:
 def test_aux_ids_are_judged_per_sglang_version(write: Callable[..., Path], target: Path) -> None:
     cfg, tensors = llama(lambda c: c["eagle_config"].update(eagle_aux_hidden_state_layer_ids=[2, 30, 58]))
     path = write(cfg, tensors)
-    old = check_drafter(path, target, sglang_version="0.5.13")
+    old = check_drafter(path, target, sglang_version="0.5.12")
     (w,) = aux(old)
-    assert w["severity"] == "warning" and "SGLang 0.5.13" in w["message"]
+    assert w["severity"] == "warning" and "SGLang 0.5.12" in w["message"]
     assert "[3, 31, 59] instead of [2, 30, 58]" in w["message"] and "[1, 29, 57]" in w["message"]
     new = check_drafter(path, target, sglang_version="0.5.14")
     assert [f["severity"] for f in aux(new)] == ["info"] and "SGLang 0.5.14" in aux(new)[0]["message"]
@@ -140,14 +148,15 @@ def test_aux_ids_are_judged_per_sglang_version(write: Callable[..., Path], targe
         assert f["severity"] == "info" and "[2, 30, 58]" in f["message"] and f"SGLang {version}" in f["message"]
 
 
-def test_layers0_names_are_not_loaded_before_0_5_11(write: Callable[..., Path]) -> None:
+def test_layers0_names_are_not_loaded_before_0_5_12(write: Callable[..., Path]) -> None:
+    """The midlayer -> layers.0 map is in the 0.5.12 wheel's llama_eagle3.py, not in 0.5.11's."""
     cfg, tensors = llama()
     renamed = {k.replace("midlayer.", "layers.0."): v for k, v in tensors.items()}
     path = write(cfg, renamed)
-    r = check_drafter(path, sglang_version="0.5.10")
+    r = check_drafter(path, sglang_version="0.5.11")
     assert not r["ok"] and "layers.0.*" in finding(r, "MISSING_TENSOR")["message"]
-    assert "SGLang 0.5.10" in finding(r, "MISSING_TENSOR")["message"]
-    assert check_drafter(path, sglang_version="0.5.11")["ok"]
+    assert "SGLang 0.5.11" in finding(r, "MISSING_TENSOR")["message"]
+    assert check_drafter(path, sglang_version="0.5.12")["ok"]
 
 
 def test_fc_width_follows_the_aux_id_count_from_0_5_12(write: Callable[..., Path], target: Path) -> None:
@@ -188,12 +197,12 @@ def test_cli_flag_and_builtin_key(write: Callable[..., Path], target: Path, tmp_
     cfg, tensors = llama(lambda c: c["eagle_config"].update(eagle_aux_hidden_state_layer_ids=[2, 30, 58]))
     path = write(cfg, tensors)
     p = subprocess.run([sys.executable, "-m", "eagle_console", "drafter", "check", str(path), "--target", str(target),
-                        "--sglang-version", "0.5.13", "--json"], capture_output=True, text=True, timeout=60)
-    assert p.returncode == 0 and "SGLang 0.5.13" in aux(json.loads(p.stdout))[0]["message"]
+                        "--sglang-version", "0.5.12", "--json"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and "SGLang 0.5.12" in aux(json.loads(p.stdout))[0]["message"]
     builtin = get_builtin("drafter.check")
     assert builtin.validate({"path": "x", "sglang_version": "0.5.14", "python": "/usr/bin/python3"}) == []
     assert builtin.validate({"path": "x", "sglang_version": "latest"})
-    ctx = ActionContext(step_id="1", args={"path": str(path), "target": str(target), "sglang_version": "0.5.13"},
+    ctx = ActionContext(step_id="1", args={"path": str(path), "target": str(target), "sglang_version": "0.5.12"},
                         state_dir=tmp_path, artifacts=tmp_path / "a", folder=tmp_path)
     assert builtin.run(ctx) == 0
     assert "WARNING AUX_LAYERS" in capsys.readouterr().out

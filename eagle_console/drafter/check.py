@@ -16,6 +16,7 @@ from eagle_console.drafter.aux_layers import (
     describe_convention,
     target_findings,
 )
+from eagle_console.drafter.capture_rules import capture_rule, target_architecture
 from eagle_console.drafter.checkpoint import (
     Checkpoint,
     CheckpointError,
@@ -24,16 +25,18 @@ from eagle_console.drafter.checkpoint import (
     read_json,
     text_config,
 )
+from eagle_console.drafter.context import config_default, context_length, derived_with_default
 from eagle_console.drafter.safetensors_io import FLOAT_DTYPES, SafetensorsError, count_nonfinite, read_array
 from eagle_console.drafter.sglang_versions import SGLang
 from eagle_console.findings import Finding, FindingJson, Severity, by_severity
 
 __all__ = ["aux_layer_ids", "check_drafter", "context_length", "describe_convention", "is_eagle3"]
 
+# max_position_embeddings is not here: the config class gives a default (context.py), judged against the target
 REQUIRED_FIELDS = ("hidden_size", "num_attention_heads", "num_key_value_heads", "intermediate_size",
-                   "vocab_size", "max_position_embeddings")
-# The single decoder layer is `midlayer.*` in SpecForge/SGLang exports and `layers.0.*` after a
-# speculators / multi-layer rename; both load.
+                   "vocab_size")
+# The first decoder layer is `midlayer.*` in SpecForge/SGLang exports and `layers.0.*` after a
+# speculators / multi-layer rename; both load (the rename since 0.5.12).
 LAYER_PREFIXES = ("midlayer.", "layers.0.")
 
 
@@ -58,24 +61,6 @@ def is_eagle3(config: dict[str, Any]) -> bool:
     if isinstance(eagle, dict) and ("eagle_aux_hidden_state_layer_ids" in eagle or eagle.get("use_aux_hidden_state")):
         return True
     return "eagle_aux_hidden_state_layer_ids" in cfg or "draft_vocab_size" in cfg
-
-
-def context_length(cfg: dict[str, Any]) -> int | None:
-    """The context length SGLang derives from a config (key priority, then rope_scaling.factor)."""
-    value = None
-    for key in ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings"):
-        if isinstance(cfg.get(key), int):
-            value = cfg[key]
-            break
-    if value is None:
-        return None
-    scaling = cfg.get("rope_scaling")
-    if isinstance(scaling, dict) and "original_max_position_embeddings" not in scaling:
-        kind = scaling.get("rope_type") or scaling.get("type")
-        factor = scaling.get("factor")
-        if kind != "llama3" and isinstance(factor, (int, float)):
-            value = int(value * factor)
-    return value
 
 
 class DrafterCheck:
@@ -112,7 +97,8 @@ class DrafterCheck:
             self.add("warning", "AUX_LAYERS", "no eagle_aux_hidden_state_layer_ids in config.json: engines fall back "
                      "to a default guess; write the ids the drafter was trained with into eagle_config")
         else:
-            self.findings.extend(capture_findings(aux_layer_ids(cfg) or [], self.sglang))
+            self.findings.extend(capture_findings(aux_layer_ids(cfg) or [], capture_rule(None, self.sglang)))
+            self.check_context_default(cfg, None)
         self.check_norm(cfg)
         if self.values:
             self.check_values()
@@ -136,12 +122,7 @@ class DrafterCheck:
             if not isinstance(cfg.get(key), int):
                 self.add("error", "CONFIG_MISSING_FIELD",
                          f"config.json has no integer {key!r}; SGLang cannot build the draft model without it")
-        layers = cfg.get("num_hidden_layers", 1)
-        if layers != 1:
-            self.add("error", "CONFIG_INVALID", f"num_hidden_layers is {layers}: SGLang refuses it with 'EAGLE3 "
-                     "currently only supports 1 layer' (llama_eagle3.py, kimi_k25_eagle3.py; every release up to "
-                     f"the one assumed, {self.sglang.label()}). An EAGLE-3 drafter has one decoder layer: was the "
-                     "target's config.json copied? Set num_hidden_layers = 1")
+        self.check_layer_count(cfg, mla)
         if mla and not self.sglang.at_least(sglang_versions.MLA_DRAFTER):
             self.add("error", "CONFIG_INVALID", f"{cfg['architectures'][0]} (the MLA drafter layout) is not in "
                      f"{self.sglang.label()}: models/kimi_k25_eagle3.py arrived in 0.5.12; use SGLang >= 0.5.12")
@@ -163,6 +144,53 @@ class DrafterCheck:
         }
         dims.update({k: num(k) for k in layouts.MLA_FIELDS})
         return dims
+
+    def check_layer_count(self, cfg: dict[str, Any], mla: bool) -> None:
+        """kimi_k25_eagle3.py refuses N != 1 in every release that has it; llama_eagle3.py builds N layers since
+        0.5.12 (PR #24663) and refused them before."""
+        layers = cfg.get("num_hidden_layers", 1)
+        if layers == 1:
+            return
+        if not isinstance(layers, int) or layers < 1:
+            self.add("error", "CONFIG_INVALID", f"num_hidden_layers is {layers!r}: it must be a positive integer")
+        elif mla:
+            self.add("error", "CONFIG_INVALID", f"num_hidden_layers is {layers}: {self.sglang.label()} refuses it "
+                     "for the MLA layout with 'EAGLE3 currently only supports 1 layer' (models/kimi_k25_eagle3.py:"
+                     "243-244 in 0.5.23, every release since 0.5.12). Set num_hidden_layers = 1, or was the "
+                     "target's config.json copied?")
+        elif not self.sglang.at_least(sglang_versions.LLAMA_MULTI_LAYER):
+            self.add("error", "CONFIG_INVALID", f"num_hidden_layers is {layers}: {self.sglang.label()} refuses it "
+                     "with 'EAGLE3 currently only supports 1 layer' (models/llama_eagle3.py up to 0.5.11); "
+                     f"0.5.12 and later build {layers} decoder layers (PR #24663). Use SGLang >= 0.5.12, or set "
+                     "num_hidden_layers = 1 if the target's config.json was copied")
+        elif layers > 8:
+            self.add("warning", "CONFIG_INVALID", f"num_hidden_layers is {layers}: {self.sglang.label()} builds "
+                     f"{layers} draft layers (models/llama_eagle3.py:198-204 in 0.5.23), but an EAGLE-3 drafter "
+                     "has one or a few: was the target's config.json copied?")
+
+    def check_context_default(self, cfg: dict[str, Any], target_ctx: int | None) -> None:
+        """No max_position_embeddings: SGLang does not refuse the draft, it takes the config class's default,
+        and the server then refuses to start if that is below the target's context."""
+        default = config_default(cfg, self.sglang)
+        if default is None:
+            if not any(isinstance(cfg.get(k), int) for k in ("max_position_embeddings", "max_sequence_length",
+                                                             "seq_length", "max_seq_len", "model_max_length")):
+                self.add("warning", "CONFIG_MISSING_FIELD", "config.json has no max_position_embeddings and the "
+                         f"default of its model_type {cfg.get('model_type')!r} is not known here: set it to the "
+                         "target's context length")
+            return
+        derived = derived_with_default(cfg, default)
+        where = (f"{self.sglang.label()} takes the default: {default.why}, so the draft's context is {derived}")
+        if target_ctx is not None and derived < target_ctx:
+            self.add("error", "CONTEXT_LENGTH", f"config.json has no max_position_embeddings: {where}; against the "
+                     f"target's {target_ctx} the server refuses to start (configs/model_config.py:1291-1316 "
+                     f"in 0.5.23: \"Target model's context_length ({target_ctx}) is greater than the derived "
+                     f"context_length ({derived})\"). Set max_position_embeddings = {target_ctx} in the "
+                     "drafter's config.json (json.set), or export SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
+        elif target_ctx is None:
+            self.add("warning", "CONFIG_MISSING_FIELD", f"config.json has no max_position_embeddings: {where}; a "
+                     f"target with a longer context makes the server refuse to start. Set it to the target's "
+                     "context length (give the target to check)")
 
     # -- tensors -----------------------------------------------------------------------------------------
 
@@ -190,16 +218,26 @@ class DrafterCheck:
                 sglang_versions.LAYERS0_NAMES):
             self.add("error", "MISSING_TENSOR", f"the decoder layer is stored as layers.0.*: {self.sglang.label()} "
                      "loads only midlayer.* and skips layers.0.* without a word, leaving the layer uninitialised "
-                     "(renamed on load since 0.5.11, PR #24663). Rename the tensors to midlayer.* or use a newer "
-                     "SGLang")
+                     "(the midlayer -> layers.0 map of llama_eagle3.py load_weights is in 0.5.12 and later, PR "
+                     "#24663). Rename the tensors to midlayer.* or use SGLang >= 0.5.12")
         n_aux = self.n_aux(cfg)
-        for name, want in layouts.expected_shapes(cfg, d, prefix, n_aux).items():
+        layers = cfg.get("num_hidden_layers", 1)
+        n_layers = layers if isinstance(layers, int) and layers > 1 and self.sglang.at_least(
+            sglang_versions.LLAMA_MULTI_LAYER) else 1
+        input_norm = self.check_norm_before_fc(cfg)
+        later_missing: list[str] = []  # layers 1..N-1 of a multi-layer drafter: said once, not per tensor
+        for name, want in layouts.expected_shapes(cfg, d, prefix, n_aux, n_layers, input_norm).items():
             info = tensors.get(name)
+            if info is None and name.startswith("layers.") and not name.startswith("layers.0."):
+                later_missing.append(name)
+                continue
             if info is None:
                 if name == "lm_head.weight" and (tied or d["Vd"] is None):
                     continue  # taken from embed_tokens or from the target
-                self.add("error", "MISSING_TENSOR", f"tensor {name!r} is missing; SGLang's EAGLE-3 loader needs it "
-                         "(was the drafter exported with SpecForge's to_sglang?)")
+                why = (" (norm_before_fc is set: SGLang builds input_norm and leaves it at its initial value)"
+                       if name == "input_norm.weight" else " (was the drafter exported with SpecForge's to_sglang?)")
+                self.add("error", "MISSING_TENSOR", f"tensor {name!r} is missing; SGLang's EAGLE-3 loader needs it"
+                         + why)
                 continue
             if len(info.shape) != len(want) or any(w is not None and w != got for w, got in zip(want, info.shape, strict=False)):
                 shown = [w if w is not None else "?" for w in want]
@@ -207,17 +245,58 @@ class DrafterCheck:
                        if name == "fc.weight" else "")
                 self.add("error", "TENSOR_SHAPE", f"{name} is {list(info.shape)}, config.json implies {shown}{why}; "
                          "the config does not describe these weights")
+        if later_missing:
+            which = "decoder layer 1" if n_layers == 2 else f"decoder layers 1-{n_layers - 1}"
+            self.add("error", "MISSING_TENSOR", f"{len(later_missing)} tensors of {which} "
+                     f"are missing (first: {', '.join(later_missing[:3])}): {self.sglang.label()} builds "
+                     f"num_hidden_layers = {n_layers} layers and leaves these unloaded. Export every layer, or set "
+                     "num_hidden_layers to the number of layers the checkpoint has")
         embed = tensors.get("embed_tokens.weight")
         if embed is not None and d["V"] and d["H"] and embed.shape != (d["V"], d["H"]):
             self.add("error", "TENSOR_SHAPE", f"embed_tokens.weight is {list(embed.shape)}, expected "
                      f"[{d['V']}, {d['H']}] (vocab_size x hidden_size)")
         self.check_fc_norm(cfg, d, n_aux)
 
+    def check_norm_before_fc(self, cfg: dict[str, Any]) -> bool:
+        """`norm_before_fc` (llama_eagle3.py, 0.5.17+, PR #32334): one RMSNorm `input_norm` over the concatenated
+        aux states. Returns whether SGLang builds it, so that input_norm.weight is expected."""
+        tensors = self.ckpt.tensors if self.ckpt else {}
+        has_weight = "input_norm.weight" in tensors
+        if not layouts.norm_before_fc(cfg):
+            if has_weight:
+                self.add("warning", "CONFIG_MISSING_FIELD", "the checkpoint has input_norm.weight but config.json "
+                         "does not set norm_before_fc: SGLang skips the norm and the drafter accepts badly; set "
+                         "\"norm_before_fc\": true in eagle_config")
+            return False
+        if layouts.is_mla(cfg):
+            self.add("error", "CONFIG_INVALID", f"config.json sets norm_before_fc, which the MLA layout "
+                     f"(models/kimi_k25_eagle3.py) does not read in {self.sglang.label()}: input_norm is skipped "
+                     "and the drafter runs without the norm it was trained with")
+            return False
+        if not self.sglang.at_least(sglang_versions.NORM_BEFORE_FC):
+            self.add("error", "CONFIG_INVALID", f"config.json sets norm_before_fc, which {self.sglang.label()} "
+                     "ignores: input_norm.weight is skipped without a word and acceptance stays low (read from "
+                     "0.5.17 on, PR #32334; models/llama_eagle3.py:169-182 in 0.5.23). Use SGLang >= 0.5.17")
+            return False
+        return True
+
     def check_fc_norm(self, cfg: dict[str, Any], d: dict[str, int | None], n_aux: int) -> None:
         """EAGLE-3.1 `fc_norm`: SGLang builds one RMSNorm per aux chunk when the flag is set; without the
-        tensors they keep their initial values and the drafter reads unscaled states."""
-        tensors = self.ckpt.tensors if self.ckpt else {}
+        tensors they keep their initial values and the drafter reads unscaled states. The Llama layout also
+        loads the legacy aux_norm_{low,mid,high} names as fc_norm.0/1/2."""
+        tensors = dict(self.ckpt.tensors) if self.ckpt else {}
+        mla = layouts.is_mla(cfg)
+        if not mla:
+            tensors.update({new: tensors[old] for old, new in layouts.LEGACY_FC_NORM.items() if old in tensors})
         present = sorted(n for n in tensors if n.startswith("fc_norm."))
+        since = sglang_versions.MLA_FC_NORM if mla else sglang_versions.LLAMA_FC_NORM
+        if (layouts.fc_norm_enabled(cfg) or present) and not self.sglang.at_least(since):
+            self.add("error", "CONFIG_INVALID", f"the drafter has fc_norm (EAGLE-3.1 per-chunk norms), which "
+                     f"{self.sglang.label()} does not build for the {'MLA' if mla else 'Llama'} layout: the "
+                     "flag and the fc_norm weights are ignored and the drafter reads unnormalised hidden states "
+                     f"(models/{'kimi_k25_eagle3' if mla else 'llama_eagle3'}.py has fc_norm from "
+                     f"{'.'.join(map(str, since))} on). Use SGLang >= {'.'.join(map(str, since))}")
+            return
         if layouts.fc_norm_enabled(cfg):
             missing = [f"fc_norm.{i}.weight" for i in range(n_aux) if f"fc_norm.{i}.weight" not in tensors]
             if missing:
@@ -247,11 +326,15 @@ class DrafterCheck:
             self.add("info", "D2T_SHAPE", f"full-vocabulary drafter (draft vocab = target vocab {V}), no d2t/t2d: "
                      "SGLang loads it with draft ids taken as target ids, which is right here")
             return
-        for name, info in (("d2t", d2t_info), ("t2d", t2d_info)):
-            if info is None:
-                self.add("error", "MISSING_TENSOR", f"tensor {name!r} is missing: without the vocabulary mapping "
-                         "draft ids are taken as target ids 0..Vd-1 and acceptance collapses; copy the "
-                         "vocab_mapping the drafter was trained with")
+        if d2t_info is None:
+            self.add("error", "MISSING_TENSOR", "tensor 'd2t' is missing: without the vocabulary mapping draft ids "
+                     "are taken as target ids 0..Vd-1 and acceptance collapses; copy the vocab_mapping the drafter "
+                     "was trained with")
+        if t2d_info is None:
+            # SGLang never reads t2d: llama_eagle3.py:355-356 and kimi_k25_eagle3.py:442-443 skip it (0.5.23;
+            # skipped in every wheel read since 0.5.9); the K2.x MLA drafters ship d2t alone
+            self.add("info", "T2D_SHAPE", "no t2d tensor: SGLang reads only d2t (hot_token_id = d2t + arange) and "
+                     "skips t2d, so this loads as it should; the d2t/t2d consistency check is skipped")
         d2t_ok = t2d_ok = False
         if d2t_info is not None:
             if d2t_info.dtype != "I64" or len(d2t_info.shape) != 1 or (Vd is not None and d2t_info.shape[0] != Vd):
@@ -320,9 +403,11 @@ class DrafterCheck:
                      f"refuses to start; set max_position_embeddings = {target_ctx} in the drafter's config.json "
                      "(json.set) or export SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1; acceptance past the "
                      f"drafter's training length ({draft_ctx}) may drop")
+        elif draft_ctx is None:
+            self.check_context_default(cfg, target_ctx)
         fixed_fc = None if layouts.is_mla(cfg) or self.sglang.at_least(sglang_versions.AUX_COUNT_FC) else 3
-        self.findings.extend(target_findings(aux_layer_ids(cfg), target.get("num_hidden_layers"), self.sglang,
-                                             fixed_fc))
+        rule = capture_rule(target_architecture(raw), self.sglang)
+        self.findings.extend(target_findings(aux_layer_ids(cfg), target.get("num_hidden_layers"), rule, fixed_fc))
 
     def check_target_version(self, raw: dict[str, Any]) -> None:
         """A Kimi-K2.5 target serves EAGLE-3 drafts only from SGLang 0.5.10 (PR #19689)."""

@@ -75,17 +75,53 @@ def mla_attention(d: Dims, p: str) -> dict[str, Shape]:
     }
 
 
-def expected_shapes(cfg: dict[str, Any], d: Dims, prefix: str, n_aux: int) -> dict[str, Shape]:
+def later_llama_layer(d: Dims, i: int) -> dict[str, Shape]:
+    """Layer i > 0 of a multi-layer llama_eagle3.py drafter (0.5.12+): attention over H, not 2H (no embeddings
+    are concatenated), hidden_norm fused with the residual; its input_layernorm is built but never used."""
+    p, H, inter = f"layers.{i}.", d["H"], d["I"]
+    q, kv = _mul(d["nh"], d["hd"]), _mul(d["nkv"], d["hd"])
+    return {
+        f"{p}self_attn.q_proj.weight": (q, H),
+        f"{p}self_attn.k_proj.weight": (kv, H),
+        f"{p}self_attn.v_proj.weight": (kv, H),
+        f"{p}self_attn.o_proj.weight": (H, q),
+        f"{p}mlp.gate_proj.weight": (inter, H),
+        f"{p}mlp.up_proj.weight": (inter, H),
+        f"{p}mlp.down_proj.weight": (H, inter),
+        f"{p}hidden_norm.weight": (H,),
+        f"{p}post_attention_layernorm.weight": (H,),
+    }
+
+
+def expected_shapes(cfg: dict[str, Any], d: Dims, prefix: str, n_aux: int, n_layers: int = 1,
+                    input_norm: bool = False) -> dict[str, Shape]:
     """Name -> shape (None where config.json does not say) for the layout `cfg` declares; fc reads `n_aux`
-    target hidden states."""
+    target hidden states; `n_layers` decoder layers (Llama layout); `input_norm`: norm_before_fc is honoured."""
     attention = mla_attention(d, prefix) if is_mla(cfg) else llama_attention(d, prefix)
     shapes = {**attention, **common_shapes(d, prefix)}
+    if not is_mla(cfg):
+        for i in range(1, n_layers):
+            shapes.update(later_llama_layer(d, i))
     eagle = cfg.get("eagle_config") if isinstance(cfg.get("eagle_config"), dict) else {}
     if eagle.get("use_aux_hidden_state", True) is not False:
         shapes["fc.weight"] = (d["H"], _mul(n_aux, d["T"]))
+        if input_norm:
+            shapes["input_norm.weight"] = (_mul(n_aux, d["T"]),)
     return shapes
 
 
 def fc_norm_enabled(cfg: dict[str, Any]) -> bool:
-    """EAGLE-3.1 per-chunk norms before fc: `fc_norm`, or the legacy `use_aux_norm` (kimi_k25_eagle3.py)."""
+    """EAGLE-3.1 per-chunk norms before fc: `fc_norm`, or the legacy `use_aux_norm` (both layouts)."""
     return bool(cfg.get("fc_norm") or cfg.get("use_aux_norm"))
+
+
+def norm_before_fc(cfg: dict[str, Any]) -> bool:
+    """One RMSNorm over the concatenated aux states before fc (llama_eagle3.py: eagle_config first, then the
+    top level)."""
+    eagle = cfg.get("eagle_config") if isinstance(cfg.get("eagle_config"), dict) else {}
+    return bool(eagle.get("norm_before_fc", cfg.get("norm_before_fc", False)))
+
+
+# llama_eagle3.py load_weights `legacy_name_map` (0.5.12+): these names load as fc_norm.0/1/2
+LEGACY_FC_NORM = {"aux_norm_low.weight": "fc_norm.0.weight", "aux_norm_mid.weight": "fc_norm.1.weight",
+                  "aux_norm_high.weight": "fc_norm.2.weight"}

@@ -3,9 +3,11 @@ model folder (config only).
 
 Dimensions of the draft layer are scaled down (hidden 64) but everything `drafter check` compares is real:
 key names, the config fields, fc's input width 3 x 7168 of the target, and d2t/t2d at full Kimi size
-(int64[32000] / bool[163840]). The AQ-MedAI-like drafter differs from the K2.5 one as the operators found:
-max_position_embeddings 131072, norm_before_residual unset, and a d2t that maps 31,748 of 32,000 draft ids
-to other target tokens (40 tokens swapped out early in the sorted list shift every later position).
+(int64[32000] / bool[163840]). The AQ-MedAI-like drafter (the one the demo's step 0.2 checks) differs from the
+K2.5 one as the operators found: max_position_embeddings 131072, norm_before_residual unset, and a d2t that maps
+31,748 of 32,000 draft ids to other target tokens (40 tokens swapped out early in the sorted list shift every
+later position). It has the K2.x MLA layout (`Eagle3DeepseekV2ForCausalLM`, model_type kimi_k2, `layers.0.*`)
+and ships d2t without t2d, as the public MLA drafters do: SGLang reads only d2t.
 
     python -m eagle_console.sim.drafters --out DIR
 """
@@ -228,9 +230,10 @@ def build(root: Path) -> dict[str, Path]:
     target = write_target(root / "Kimi-K2.5")
     k25_cfg = draft_config()
     k25 = write_drafter(root / "kimi-k25-eagle3", k25_cfg, draft_tensors(k25_cfg, k25_target_ids(), seed=1))
-    aq_cfg = draft_config(max_position_embeddings=131072, norm_before_residual=None)
-    aq = write_drafter(root / "AQ-MedAI-Kimi-K2-Instruct-eagle3", aq_cfg,
-                       draft_tensors(aq_cfg, aqmedai_target_ids(), seed=2))
+    aq_cfg = mla_draft_config(max_position_embeddings=131072, model_type="kimi_k2")
+    aq_tensors = mla_draft_tensors(aq_cfg, aqmedai_target_ids(), seed=2)
+    del aq_tensors["t2d"]  # d2t only: SGLang never reads t2d
+    aq = write_drafter(root / "AQ-MedAI-Kimi-K2-Instruct-eagle3", aq_cfg, aq_tensors)
     return {"target": target, "k25": k25, "aqmedai": aq}
 
 
