@@ -66,3 +66,18 @@ def test_demo_03_fails_with_sglangs_message_until_02_fixes_the_drafter(demo):
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     started = cli("run", demo, "0.3", "--force", "--wait")
     assert started.returncode == 0, started.stdout + started.stderr
+
+
+def test_the_draft_weights_line_names_the_class_sglang_builds_for_the_drafter(tmp_path: Path):
+    """0.5.23's "Load weight end. … type=…" names the model class: an MLA drafter (the demo's K2.x layout)
+    is `Eagle3DeepseekV2ForCausalLM` (models/kimi_k25_eagle3.py EntryClass), a Llama-layout one
+    `LlamaForCausalLMEagle3`."""
+    from eagle_console.sim.drafters import draft_config, mla_draft_config
+    from eagle_console.sim.server_config import draft_class
+
+    for name, config, expected in (("mla", mla_draft_config(), "Eagle3DeepseekV2ForCausalLM"),
+                                   ("llama", draft_config(), "LlamaForCausalLMEagle3")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps(config))
+        cfg = ServerConfig(speculative_draft_model_path=str(tmp_path / name), speculative_algorithm="EAGLE3")
+        assert draft_class(cfg) == expected

@@ -184,6 +184,15 @@ def draft_context_error(cfg: ServerConfig, allow_longer: bool) -> tuple[str | No
     return f"{msg} To allow overriding this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1", []
 
 
+def draft_class(cfg: ServerConfig) -> str:
+    """The class SGLang builds for the drafter, as its "Load weight end. type=…" line names it: the config's
+    first architecture (model_runner's `type(self.model).__name__`; EntryClass of models/llama_eagle3.py or,
+    for an MLA drafter, models/kimi_k25_eagle3.py in 0.5.23)."""
+    config = draft_config(cfg.speculative_draft_model_path) if cfg.speculative_draft_model_path else None
+    archs = (config or {}).get("architectures") or ["LlamaForCausalLMEagle3"]
+    return str(archs[0])
+
+
 def is_eagle3_config(config: dict) -> bool:
     archs = config.get("architectures") or []
     return any("eagle3" in str(a).lower() for a in archs) or isinstance(config.get("eagle_config"), dict)

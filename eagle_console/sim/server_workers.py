@@ -22,6 +22,7 @@ from eagle_console.sim.server_config import (
     DRAFT_WEIGHTS_GIB,
     K25_WEIGHTS_GIB_TP8,
     ServerConfig,
+    draft_class,
     draft_context_error,
     startup_seconds,
     visible_devices,
@@ -142,8 +143,9 @@ def run_scheduler(cfg: ServerConfig, tp_rank: int, ready_fd: int, comm: str, com
 
         hold(sim_dir, held)
     avail -= weights
-    say(f"Load weight end. type=KimiK25ForConditionalGeneration, dtype=torch.bfloat16, avail mem={avail:.2f} GB, "
-        f"mem usage={weights:.2f} GB.")
+    # 0.5.23's form (model_executor/model_runner.py:1373): elapsed and the class, no dtype
+    say(f"Load weight end. elapsed={budget * 0.40:.2f} s, type=KimiK25ForConditionalGeneration, "
+        f"avail mem={avail:.2f} GB, mem usage={weights:.2f} GB.")
     if cfg.speculative:
         time.sleep(budget * 0.05)
         allow = os.environ.get("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "").lower() in ("1", "true")
@@ -163,7 +165,7 @@ def run_scheduler(cfg: ServerConfig, tp_rank: int, ready_fd: int, comm: str, com
         held[gpu] += DRAFT_WEIGHTS_GIB * GIB_MIB
         if sim_dir is not None:
             hold(sim_dir, held)
-        say(f"Load weight end. type=LlamaForCausalLMEagle3, dtype=torch.bfloat16, avail mem={avail:.2f} GB, "
+        say(f"Load weight end. elapsed={budget * 0.05:.2f} s, type={draft_class(cfg)}, avail mem={avail:.2f} GB, "
             f"mem usage={DRAFT_WEIGHTS_GIB:.2f} GB.")
     kv = static - weights - (DRAFT_WEIGHTS_GIB if cfg.speculative else 0)
     tokens = int(kv * 2**30 / KV_BYTES_PER_TOKEN)
