@@ -21,12 +21,14 @@ from eagle_console.engine.builtins import NotAvailable, get_builtin
 from eagle_console.engine.builtins.base import ActionContext, BuiltinError
 from eagle_console.engine.pyenv import forget_own_entry
 from eagle_console.engine.spec import decode_call
+from eagle_console.node import selfmark
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="eagle_console.engine.action")
     ap.add_argument("--call", required=True, help="the BuiltinCall, as JSON")
     args = ap.parse_args(argv)
+    selfmark.mark(selfmark.ENGINE)  # close-on-exec: a service exec'd below is not marked
     forget_own_entry()  # a server it execs, or a process it starts, gets the operator's PYTHONPATH
     try:
         call = decode_call(args.call)
