@@ -28,6 +28,7 @@ STATE_CAP = 16 * MIB
 CONFIG_CAP = 16 * MIB
 EDIT_CAP = 64 * MIB
 
+NOT_FOUND = "not found"
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
@@ -50,13 +51,14 @@ def size_text(n: int) -> str:
     return f"{n} bytes"
 
 
-def read_bytes(path: Path | str, cap: int) -> bytes:
+def read_bytes(path: Path | str, cap: int, what: str = "this file") -> bytes:
     """The bytes of the regular file at `path` (symlinks followed), at most `cap` of them, or
-    InputFileError (not found, not readable, not a regular file, larger than `cap`)."""
+    InputFileError (not found, not readable, not a regular file, larger than `cap`); `what` names the
+    file's kind in the size refusal ("over the 1.0 MiB a plan may be")."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
-        raise InputFileError(path, "not found") from None
+        raise InputFileError(path, NOT_FOUND) from None
     except OSError as exc:
         raise InputFileError(path, f"cannot be read: {exc.strerror or exc}") from None
     try:
@@ -65,7 +67,7 @@ def read_bytes(path: Path | str, cap: int) -> bytes:
             kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
             raise InputFileError(path, f"is {kind}, not a regular file: refused")
         if st.st_size > cap:
-            raise InputFileError(path, _too_big(st.st_size, cap))
+            raise InputFileError(path, _too_big(st.st_size, cap, what))
         chunks, left = [], cap + 1  # one byte past the cap: a file that grew since fstat
         while left > 0:
             chunk = os.read(fd, min(left, MIB))
@@ -79,13 +81,13 @@ def read_bytes(path: Path | str, cap: int) -> bytes:
         os.close(fd)
     data = b"".join(chunks)
     if len(data) > cap:
-        raise InputFileError(path, _too_big(len(data), cap, growing=True))
+        raise InputFileError(path, _too_big(len(data), cap, what, growing=True))
     return data
 
 
-def _too_big(size: int, cap: int, growing: bool = False) -> str:
-    what = "more than " + size_text(cap) if growing else f"{size_text(size)} ({size} bytes)"
-    return f"is {what}, over the {size_text(cap)} this file may be: refused"
+def _too_big(size: int, cap: int, what: str, growing: bool = False) -> str:
+    found = "more than " + size_text(cap) if growing else f"{size_text(size)} ({size} bytes)"
+    return f"is {found}, over the {size_text(cap)} {what} may be: refused"
 
 
 def read_text(path: Path | str, cap: int) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 from rich.style import Style
 from textual._context import active_app
 
-from eagle_console.inputfile import SETTINGS_CAP, InputFileError, load_json
+from eagle_console.inputfile import NOT_FOUND, SETTINGS_CAP, InputFileError, load_json
 
 # style name -> (theme variable, modifiers, the colour without a theme)
 STYLES: dict[str, tuple[str, str, str]] = {
@@ -81,7 +81,7 @@ def read_settings() -> tuple[dict[str, Any], str | None]:
     try:
         data = load_json(path, SETTINGS_CAP)
     except InputFileError as exc:
-        if exc.why == "not found":
+        if exc.why == NOT_FOUND:
             return {}, None  # none saved yet
         return {}, f"{exc}; the default settings are used"
     if not isinstance(data, dict):
