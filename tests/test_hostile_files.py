@@ -271,3 +271,64 @@ def test_nccl_host_lookups_do_not_scan_all_hosts() -> None:
     assert compared[0] <= 2 * n
     summary = parser.summary()
     assert summary["hosts"][:3] == ["node0", "node1", "node2"] and len(summary["hosts"]) == n
+
+
+def plant(path: Path, kind: str) -> None:
+    """What another user may leave where a JSON file is expected (a shared model folder, a --sim folder)."""
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dev-zero":
+        path.symlink_to("/dev/zero")
+    else:
+        path.write_text("[" * 100_000 + "]" * 100_000)
+
+
+def run_limited(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """A child under GUARD_S and 1 GiB of address space: on a broken build /dev/zero fails there, not here."""
+    def limit() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    return subprocess.run(argv, capture_output=True, text=True, timeout=GUARD_S, cwd=ROOT, preexec_fn=limit,
+                          stdin=subprocess.DEVNULL)
+
+
+REFUSED = {"fifo": "is a FIFO (named pipe), not a regular file: refused",
+           "dev-zero": "is a character device, not a regular file: refused",
+           "deep": "JSON nested too deeply to read: refused"}
+
+
+@pytest.mark.parametrize("kind", sorted(REFUSED))
+def test_a_planted_drafter_config_is_refused_with_its_path(tmp_path: Path, kind: str) -> None:
+    """A checkpoint's config.json: before, a FIFO hung `drafter check`, /dev/zero read until memory ran out,
+    deep nesting was an internal RecursionError."""
+    plant(tmp_path / "config.json", kind)
+    out = run_limited([sys.executable, "-c", textwrap.dedent("""
+        import sys
+        from pathlib import Path
+        from eagle_console.drafter.checkpoint import CheckpointError, read_json
+        try:
+            read_json(Path(sys.argv[1]))
+        except CheckpointError as exc:
+            print(exc.code, exc)
+    """), str(tmp_path / "config.json")])
+    assert out.stdout.strip() == f"CONFIG_INVALID {tmp_path / 'config.json'}: {REFUSED[kind]}", out.stderr
+
+
+@pytest.mark.parametrize("kind", sorted(REFUSED))
+def test_a_planted_sim_node_or_ranks_file_is_refused_not_read(tmp_path: Path, kind: str) -> None:
+    """`--sim DIR` whose node.json is planted: one line, exit 2 (before: a FIFO hung `gpus`); a multi-node
+    server's ranks.json in its artifacts: read as no ranks (before: a FIFO hung the reader)."""
+    sim = tmp_path / "sim"
+    sim.mkdir()
+    plant(sim / "node.json", kind)
+    out = run_limited([sys.executable, "-m", "eagle_console", "gpus", "--json", "--sim", str(sim)])
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr == f"eagle-console: --sim {sim}: not a simulated node (node.json: {REFUSED[kind]})\n"
+    from eagle_console.sglang.multinode_run import RANKS_FILE
+
+    plant(tmp_path / RANKS_FILE, kind)
+    out = run_limited([sys.executable, "-c", "import sys; from pathlib import Path; from eagle_console.sglang."
+                       "multinode_run import load_ranks; print(load_ranks(Path(sys.argv[1])))", str(tmp_path)])
+    assert out.stdout.strip() == "[]", out.stderr

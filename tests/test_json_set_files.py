@@ -85,3 +85,47 @@ def test_json_set_relative_path_is_from_the_plan_folder(tmp_path):
     plan = plan_for(tmp_path, "config.json")
     run_and_rollback(plan)
     assert json.loads((tmp_path / "config.json").read_text())["max_position_embeddings"] == 262144
+
+
+def _strict(text: str):
+    """RFC 8259 JSON only: Infinity, -Infinity and NaN are refused, as every strict reader does."""
+    def refuse(constant):
+        raise ValueError(f"not JSON: {constant}")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_json_set_refuses_a_number_json_cannot_write_back(tmp_path):
+    """`1e400` parses to inf, and json.dumps wrote it back as `Infinity`: no longer JSON. Refused, naming the
+    key and the number as the file says it; the file is left as it was."""
+    cfg = tmp_path / "config.json"
+    original = '{"rope_scaling": {"factor": 1e400, "type": "yarn"}, "max_position_embeddings": 4096}\n'
+    cfg.write_text(original)
+    plan = plan_for(tmp_path, cfg)
+    out = cli("run", str(plan), "0.2", "--wait")
+    assert out.returncode == 1, out.stdout + out.stderr
+    said = (f"json.set: {cfg}: rope_scaling.factor is 1e400, a number outside what JSON can write back (it would "
+            "become Infinity or NaN, which no JSON reader accepts): fix it in the file first; nothing was changed")
+    assert said in out.stdout
+    assert cfg.read_text() == original
+
+
+def test_json_set_refuses_infinity_nan_in_its_set_table_and_writes_only_json(tmp_path):
+    cfg = tmp_path / "config.json"
+    cfg.write_text('{"a": 1.5, "big": 1e300}\n')
+    plan = write_plan(tmp_path, f"""
+        [[phase]]
+        id = "0"
+        title = "P"
+          [[phase.step]]
+          id = "0.2"
+          title = "fix config"
+          uses = "json.set"
+          with = {{ path = "{cfg}", set = {{ scale = inf, rope = {{ theta = nan }} }} }}
+    """)
+    out = cli("validate", str(plan))
+    assert out.returncode == 2
+    assert "`set` scale = inf: JSON has no such number (it would be written as Infinity or NaN)" in out.stdout
+    assert "`set` rope.theta = nan: JSON has no such number" in out.stdout
+    plan = plan_for(tmp_path, cfg)  # a finite value: written, and what is written is RFC 8259 JSON
+    assert cli("run", str(plan), "0.2", "--wait").returncode == 0
+    assert _strict(cfg.read_text()) == {"a": 1.5, "big": 1e300, "max_position_embeddings": 262144}

@@ -76,9 +76,14 @@ def holding_env(tmp_path: Path, sim: Path) -> dict[str, str]:
 
 def open_console(plan: Path, sim: Path, env: dict[str, str]) -> subprocess.Popen:
     """The real console on a pty, in this test's session (not a session of its own)."""
+    return open_console_argv([sys.executable, "-m", "eagle_console", "tui", str(plan), "--sim", str(sim)], env)
+
+
+def open_console_argv(argv: list[str], env: dict[str, str], own_session: bool = False) -> subprocess.Popen:
+    """The console started by `argv` on a pty, in this test's session or (`own_session`) in a session of
+    its own, as from another terminal; a thread drains its output."""
     master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "eagle_console", "tui", str(plan), "--sim", str(sim)],
-                            stdin=slave, stdout=slave, stderr=slave, env=env)
+    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=own_session)
     os.close(slave)
 
     def drain() -> None:  # a full pty would block the console's writes

@@ -64,6 +64,55 @@ def test_positions_stay_right_on_a_big_plan(tmp_path: Path) -> None:
     assert (errs[1].line, errs[1].column) == at(text, "tmeout")
 
 
+def _limit_memory() -> None:  # on a broken build the 2 MB array costs ~400 MB; nothing here needs 1 GiB
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+
+def test_a_plan_over_the_size_cap_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
+    """A plan that is one array of a million integers (2 MB; the review's 10 MB one took 28.9 s and 2.0 GB):
+    one file-level line naming the size and the cap, from every command, not a parse of the whole file
+    (before: 7 s and ~400 MB, then an error about the variable's type)."""
+    path = tmp_path / "plan.toml"
+    path.write_text(HEAD + "[vars]\nnumbers = [" + "0," * 1_000_000 + "]\n")
+    size = path.stat().st_size
+    for command in (["validate", path], ["status", path], ["tui", path]):
+        out = subprocess.run([sys.executable, "-m", "eagle_console", *map(str, command)], capture_output=True,
+                             text=True, cwd=REPO, timeout=120, preexec_fn=_limit_memory, stdin=subprocess.DEVNULL)
+        assert out.returncode == 2, (command, out.stderr)
+        said = (out.stdout + out.stderr).splitlines()[0]
+        assert said.endswith(f"{path}: the plan is 1.9 MiB ({size} bytes), over the 1.0 MiB a plan (hand-written "
+                             "TOML of a few KB) may be: refused"), (command, said)
+
+
+@pytest.mark.parametrize(("target", "kind"), [("fifo", "a FIFO (named pipe)"), ("/dev/zero", "a character device"),
+                                              (".", "a directory")])
+def test_a_plan_path_that_is_no_regular_file_is_refused_without_reading(tmp_path: Path, target: str,
+                                                                         kind: str) -> None:
+    """A FIFO hung `validate` (its plan-id guess read the file again); /dev/zero read until memory ran out."""
+    import os
+
+    path = tmp_path / "plan.toml"
+    if target == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to(tmp_path if target == "." else target)
+    out = subprocess.run([sys.executable, "-m", "eagle_console", "validate", str(path)], capture_output=True,
+                         text=True, cwd=REPO, timeout=60, preexec_fn=_limit_memory, stdin=subprocess.DEVNULL)
+    assert out.returncode == 2
+    assert out.stdout.splitlines()[0] == f"{path}: the plan is {kind}, not a regular file: refused"
+
+
+def test_a_plan_just_under_the_cap_still_loads(tmp_path: Path) -> None:
+    from eagle_console.inputfile import PLAN_CAP
+
+    text = HEAD + PHASE + step("s0")
+    text += "# padding\n" * ((PLAN_CAP - len(text)) // 10)
+    assert len(text) <= PLAN_CAP
+    assert load_plan(write(tmp_path, text), environ={}).id == "t"
+
+
 # -- numbers and depth -----------------------------------------------------------------------------------------
 
 def test_a_5000_digit_integer_is_an_error_with_its_position(tmp_path: Path) -> None:

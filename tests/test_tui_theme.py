@@ -112,3 +112,84 @@ def test_an_unknown_or_broken_saved_theme_opens_the_default(plan: Path, tmp_path
                 assert app.theme == "textual-dark"
 
         asyncio.run(main())
+
+
+def plant(settings: Path, kind: str) -> None:
+    """What another user or a stray tool may leave where the settings file goes."""
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "deep":
+        settings.write_text("[" * 100_000 + "]" * 100_000)
+    elif kind == "dev-zero":
+        settings.symlink_to("/dev/zero")
+    elif kind == "fifo":
+        os.mkfifo(settings)
+    elif kind == "huge":
+        settings.write_text(json.dumps({"theme": "nord", "pad": "x" * (2 * 1024 * 1024)}))
+    else:
+        settings.write_text("[1, 2]")
+
+
+def _limit_memory() -> None:  # a console reading /dev/zero fails at 1 GiB here, not at the machine's end
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+
+@pytest.mark.parametrize("kind", ["deep", "dev-zero", "fifo", "huge", "array"])
+def test_a_hostile_settings_file_still_opens_the_console(plan: Path, tmp_path: Path, kind: str) -> None:
+    """The real console, to its first frame: before, a deep file ended it with `internal error:
+    RecursionError`, /dev/zero with MemoryError, and a FIFO hung it (TimeoutExpired here)."""
+    from eagle_console.tui.startup import EXIT_AFTER_FIRST_PAINT
+
+    plant(tmp_path / "config" / "eagle-console" / "settings.json", kind)
+    out = subprocess.run([sys.executable, "-m", "eagle_console", "tui", str(plan)], capture_output=True, text=True,
+                         timeout=60, env={**os.environ, EXIT_AFTER_FIRST_PAINT: "1"}, preexec_fn=_limit_memory,
+                         stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "internal error" not in out.stderr
+
+
+SAY_NOTICES = """
+import asyncio, json, sys
+from pathlib import Path
+from eagle_console.journal import Journal
+from eagle_console.plan.loader import load_plan
+from eagle_console.tui.app import make_app
+
+plan = load_plan(Path(sys.argv[1]))
+app = make_app(plan, Journal.for_plan(plan))
+
+async def main():
+    async with app.run_test(notifications=True) as pilot:
+        await pilot.pause()
+        print(json.dumps({"theme": app.theme, "notices": [str(n.message) for n in app._notifications]}))
+        app.theme = "gruvbox"  # what the palette's "Change theme" sets: saved, unless the file was refused
+        await pilot.pause()
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize(("kind", "why"), [
+    ("deep", "JSON nested too deeply to read: refused"),
+    ("dev-zero", "is a character device, not a regular file: refused"),
+    ("fifo", "is a FIFO (named pipe), not a regular file: refused"),
+    ("huge", "is 2.0 MiB (2097180 bytes), over the 1.0 MiB this file may be: refused"),
+    ("array", "not a JSON object"),
+])
+def test_a_hostile_settings_file_is_said_and_kept(plan: Path, tmp_path: Path, kind: str, why: str) -> None:
+    """The console opens with the default theme, says why in a notice, and a theme change does not overwrite
+    the file (the operator may want what is in it). In a child process under a memory limit and a deadline:
+    on a broken build a FIFO hangs and /dev/zero eats memory."""
+    settings = tmp_path / "config" / "eagle-console" / "settings.json"
+    plant(settings, kind)
+    before = os.lstat(settings)
+    out = subprocess.run([sys.executable, "-c", SAY_NOTICES, str(plan)], capture_output=True, text=True, timeout=60,
+                         preexec_fn=_limit_memory, stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr[-2000:]
+    shown = json.loads(out.stdout.strip().splitlines()[-1])
+    assert shown["theme"] == "textual-dark"
+    (said,) = [n for n in shown["notices"] if str(settings) in n]
+    assert said == f"{settings}: {why}; the default settings are used"
+    after = os.lstat(settings)  # not replaced by a settings file holding only the new theme
+    assert (after.st_ino, after.st_mode, after.st_size) == (before.st_ino, before.st_mode, before.st_size)

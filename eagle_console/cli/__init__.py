@@ -16,6 +16,7 @@ from eagle_console import __version__
 from eagle_console.cli import color
 from eagle_console.cli.common import CliError
 from eagle_console.journal.faults import JournalError
+from eagle_console.node import selfmark
 
 # Each module exposes `register(subparsers)`, adding its commands with `set_defaults(func=...)`.
 COMMAND_MODULES = (
@@ -144,6 +145,7 @@ def _looks_like_plan(word: str) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    selfmark.mark(selfmark.CONSOLE)  # a kill spares us, whatever our command line says (node/selfmark.py)
     args_in = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser((CONSOLE_MODULE,) if opens_console(args_in) else COMMAND_MODULES)
     commands = commands_of(parser)

@@ -83,11 +83,15 @@ def sim_problem(path: Path) -> str | None:
         return "no such folder"
     if not path.is_dir():
         return "not a folder"
+    from eagle_console.inputfile import CONFIG_CAP, NOT_FOUND, InputFileError, load_json
+
     try:
-        gpus = json.loads((path / "node.json").read_text())["gpus"]
-    except FileNotFoundError:
-        return "not a simulated node (no node.json)"
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        gpus = load_json(path / "node.json", CONFIG_CAP)["gpus"]
+    except InputFileError as exc:
+        if exc.why == NOT_FOUND:
+            return "not a simulated node (no node.json)"
+        return f"not a simulated node (node.json: {exc.why})"
+    except (KeyError, TypeError) as exc:
         return f"not a simulated node (node.json: {type(exc).__name__}: {exc})"
     return None if isinstance(gpus, list) else "not a simulated node (node.json: `gpus` is not a list)"
 

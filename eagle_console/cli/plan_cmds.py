@@ -96,9 +96,11 @@ def _plan_id_guess(path: Path) -> str | None:
     """The plan id of an invalid file, when its [plan] table still reads."""
     import re
 
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    from eagle_console.inputfile import PLAN_CAP, InputFileError, read_bytes
+
+    try:  # the same bounds as the load: a FIFO or a device refused there must not hang here
+        text = read_bytes(path, PLAN_CAP).decode("utf-8", errors="replace")
+    except InputFileError:
         return None
     m = re.search(r'^\s*\[plan\][^\[]*?^\s*id\s*=\s*"([A-Za-z0-9._-]+)"', text, re.M | re.S)
     return m.group(1) if m else None

@@ -49,6 +49,9 @@ def cmd_tui(args: argparse.Namespace) -> int:
 def open_console(plan_path: str | os.PathLike[str], *, state_dir: str | None = None, readonly: bool = False,
                  sim_dir: Path | None = None) -> int:
     """Load the plan (CliError on a bad one), run the console until quit, say what keeps running."""
+    from eagle_console.node import selfmark
+
+    selfmark.mark(selfmark.CONSOLE)  # also when called from Python, not through main()
     # Startup builds mostly long-lived objects (modules, styles, widgets); cyclic collections during it
     # only walk them again and again (~60 ms before the first frame). The App collects once, freezes
     # what survived and turns collection back on after its first frame (ConsoleApp._settle_gc).

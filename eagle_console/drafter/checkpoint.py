@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,16 +30,16 @@ class Checkpoint:
 
 def read_json(path: Path) -> dict[str, Any]:
     """A JSON object from `path`, or CheckpointError with file:line:column of a syntax error."""
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise CheckpointError(f"{path}: not found") from None
-    except OSError as exc:
-        raise CheckpointError(f"{path}: {exc.strerror or exc}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CheckpointError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}", "CONFIG_INVALID") from None
+    from eagle_console.inputfile import CONFIG_CAP, NOT_FOUND, InputFileError, load_json
+
+    try:  # a model folder may be shared: a FIFO, a device or a 1 GB file in its place is refused, not read
+        data = load_json(path, CONFIG_CAP)
+    except InputFileError as exc:
+        if exc.why == NOT_FOUND:
+            raise CheckpointError(f"{path}: not found") from None
+        if exc.why.startswith("cannot be read"):  # permissions: as a missing file, as before
+            raise CheckpointError(str(exc)) from None
+        raise CheckpointError(str(exc), "CONFIG_INVALID") from None
     if not isinstance(data, dict):
         raise CheckpointError(f"{path}: expected a JSON object", "CONFIG_INVALID")
     return data

@@ -22,6 +22,7 @@ from eagle_console.engine.builtins import NotAvailable, get_builtin
 from eagle_console.engine.builtins.base import ActionContext, BuiltinError
 from eagle_console.engine.pyenv import CALL_VAR, forget_own_entry
 from eagle_console.engine.spec import decode_call
+from eagle_console.node import selfmark
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--uses", help="the built-in's name (for ps; the call is in $EAGLE_CONSOLE_CALL)")
     ap.add_argument("--call", help="the BuiltinCall as JSON, by hand only: an argv is every user's to read")
     args = ap.parse_args(argv)
+    selfmark.mark(selfmark.ENGINE)  # close-on-exec: a service exec'd below is not marked
     forget_own_entry()  # a server it execs, or a process it starts, gets the operator's PYTHONPATH
     text = args.call if args.call is not None else os.environ.pop(CALL_VAR, None)  # not for its children
     if text is None:

@@ -54,8 +54,10 @@ def keep(path: Path, record: dict[str, Any]) -> bool:
 
 def read(path: Path) -> dict[str, Any] | None:
     """The kept exit, or None (no slot, still blank, or unreadable)."""
+    from eagle_console.inputfile import STATE_CAP, parse_json, read_text
+
     try:
-        text = path.read_text().strip()
-        return json.loads(text) if text else None
-    except (OSError, ValueError):
+        text = read_text(path, STATE_CAP).strip()
+        return parse_json(text, path) if text else None
+    except ValueError:  # InputFileError: missing, not a regular file, too big, not JSON
         return None

@@ -106,7 +106,9 @@ def write_spec(path: Path, spec: ActionSpec | RollbackSpec) -> None:
 
 
 def read_spec(path: Path) -> ActionSpec | RollbackSpec:
-    return spec_from_data(json.loads(Path(path).read_text()))
+    from eagle_console.inputfile import STATE_CAP, load_json
+
+    return spec_from_data(load_json(path, STATE_CAP))
 
 
 def spec_data(spec: ActionSpec | RollbackSpec) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import psutil
 
 from eagle_console.node.procs import Holder, eagle_console_kind
+from eagle_console.node.selfmark import CONSOLE, marked_processes
 
 if TYPE_CHECKING:
     from eagle_console.node.gpus import GpuBackend
@@ -91,7 +92,8 @@ class Protection:
 
     ancestors: PID 1, this process and its ancestors (the supervisor of the run doing the kill).
     consoles: every eagle-console process: a console, a CLI (`run --wait`), a supervisor or a built-in
-    action of any run (by command line, or a supervisor the journal recorded).
+    action of any run (by the package file it holds open, node/selfmark.py; by command line; or a
+    supervisor the journal recorded).
     sessions: this process's session and the sessions of the consoles and CLIs (their terminal, their
     helpers); not the sessions of supervisors and actions, which are the runs' own and hold their servers.
     """
@@ -105,17 +107,19 @@ class Protection:
 
 
 def protection(consoles: Iterable[int] = ()) -> Protection:
-    """Scan the node for eagle-console processes; `consoles` adds pids known otherwise (the journal's
-    live supervisors), so a console whose command line cannot be read is still spared."""
+    """Scan the node for eagle-console processes: the marker file each holds open (what no symlink, `-c`
+    or process title hides), else the command line; `consoles` adds pids known otherwise (the journal's
+    live supervisors)."""
     found = set(consoles)
     sessions = {_sid(os.getpid())}
+    marked = marked_processes()
     for proc in psutil.process_iter(["cmdline"]):
         argv = proc.info.get("cmdline") or []
-        kind = eagle_console_kind(argv)
+        kind = marked.get(proc.pid) or eagle_console_kind(argv)
         if kind is None:
             continue
         found.add(proc.pid)
-        if kind == "console":
+        if kind == CONSOLE:
             sessions.add(_sid(proc.pid))
     # None: gone or unreadable; 0: a leader outside this PID namespace (docker exec without a tty, unshare)
     return Protection(frozenset(protected_pids()), frozenset(found), frozenset(s for s in sessions if s),

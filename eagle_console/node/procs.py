@@ -27,6 +27,7 @@ from eagle_console.node.gpus.attribution import (
     nvml_use,
     pid_namespace,
 )
+from eagle_console.node.selfmark import marked_kind
 
 if TYPE_CHECKING:
     from eagle_console.journal import Journal
@@ -250,8 +251,8 @@ def classify(h: Holder, tracked: list[TrackedRun], subreapers: Iterable[int] = (
     if run is not None:
         h.cls, h.owner, h.reason = "orphan", run.step_id, f"launcher of run {run.run_id} exited"
         return
-    if is_console_command(h.command):
-        h.cls, h.reason = "other", "eagle-console"
+    if is_console_command(h.command) or (h.proc is not None and marked_kind(h.pid) is not None):
+        h.cls, h.reason = "other", "eagle-console"  # a console adopted by init (nohup, setsid) is no orphan
         return
     name = h.command.split()[0].rsplit("/", 1)[-1] if h.command else ""
     if name in DAEMON_NAMES:

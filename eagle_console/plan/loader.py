@@ -12,11 +12,16 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from eagle_console.inputfile import NOT_FOUND, PLAN_CAP, InputFileError, read_bytes
 from eagle_console.plan.builder import Builder
 from eagle_console.plan.hazards import INT_TOO_LONG, long_int_at
 from eagle_console.plan.issues import PlanError, PlanIssue
 from eagle_console.plan.model import Plan
 from eagle_console.plan.tomlscan import DEEP, deep_at, open_triple_at, unclosed_quote
+
+# Plans are hand-written TOML of a few KB; a file 100 times that is no plan (a 10 MB array took 29 s and
+# 2 GB to refuse). parse_plan itself takes any text: benchmarks/plan_load.py measures it on large ones.
+PLAN_WHAT = "a plan (hand-written TOML of a few KB)"
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -33,10 +38,11 @@ def load_plan(path: Path, state_dir: Path | None = None, environ: Mapping[str, s
     that imports the engine's built-ins, so the `validate` command does it and a plain load does not.
     """
     path = Path(os.path.abspath(path))
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise PlanError(path, [PlanIssue(None, None, f"cannot read the plan: {exc.strerror or exc}")]) from None
+    try:  # a regular file of at most 1 MiB: a FIFO, a device or a 10 MB array is refused before parsing
+        data = read_bytes(path, PLAN_CAP, PLAN_WHAT)
+    except InputFileError as exc:
+        why = "cannot read the plan: No such file or directory" if exc.why == NOT_FOUND else f"the plan {exc.why}"
+        raise PlanError(path, [PlanIssue(None, None, why)]) from None
     return parse_plan(data, path, state_dir=state_dir, environ=environ, check_builtins=check_builtins,
                       warnings=warnings)
 

@@ -44,9 +44,11 @@ def save_ranks(artifacts: Path, ranks: list[RankProcess]) -> None:
 
 
 def load_ranks(artifacts: Path) -> list[RankProcess]:
-    try:
-        return [RankProcess.from_json(r) for r in json.loads((artifacts / RANKS_FILE).read_text())]
-    except (OSError, ValueError, KeyError, TypeError):
+    from eagle_console.inputfile import STATE_CAP, load_json
+
+    try:  # bounded, regular file only (InputFileError is a ValueError): a FIFO planted here cannot hang a reader
+        return [RankProcess.from_json(r) for r in load_json(artifacts / RANKS_FILE, STATE_CAP)]
+    except (ValueError, KeyError, TypeError):
         return []
 
 

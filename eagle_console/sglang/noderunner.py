@@ -17,7 +17,6 @@ container's root fs, else /).
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import subprocess
 from collections.abc import Mapping
@@ -108,9 +107,11 @@ class LocalRunner:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> LocalRunner:
+        from eagle_console.inputfile import CONFIG_CAP, InputFileError, load_json
+
         try:
-            data = json.loads(Path(path).read_text())
-        except (OSError, ValueError) as exc:
+            data = load_json(path, CONFIG_CAP)
+        except InputFileError as exc:
             raise NodeError(f"{NODES_ENV}={path}: unreadable ({exc})") from None
         if not isinstance(data, dict):
             raise NodeError(f"{NODES_ENV}={path}: a JSON object of nodes is expected")

@@ -61,7 +61,7 @@ class ConsoleApp(App[int]):
         self.first_paint: FirstPaint | None = None
         self.quit_message: str | None = None  # what keeps running, also printed once the terminal is back
         self._notices = workers.Notices(ctx.journal.last_event_id())
-        theme.restore(self)  # the operator's saved theme (tui/theme.py)
+        self._settings_problem = theme.restore(self)  # the operator's saved theme (tui/theme.py)
 
     @property
     def readonly(self) -> bool:
@@ -117,6 +117,8 @@ class ConsoleApp(App[int]):
         self.set_interval(1.0, self._tick)  # elapsed time of running steps
         self.call_after_refresh(self._first_frame_shown)
         theme.follow(self, self.plan_pane.refresh_labels)
+        if self._settings_problem:  # a broken settings file: the defaults, said, never a console that hangs
+            self.notify(self._settings_problem, title="settings", severity="warning", timeout=30)
 
     def _first_frame_shown(self) -> None:
         """The first screen is up: now start what it does not show (polling, the hidden tabs' panes)."""

@@ -5,7 +5,10 @@ turns a name into a style from the running App's theme variables ($success, $war
 $secondary), so "Change theme" in the command palette recolours statuses too. Outside a running App
 (or in an App without those variables) the names fall back to the ANSI colours used before themes.
 The chosen theme is saved in $XDG_CONFIG_HOME/eagle-console/settings.json (~/.config/… by default): a
-preference of the operator, not of one plan, so not in a plan's state dir.
+preference of the operator, not of one plan, so not in a plan's state dir. A settings file that cannot be
+read as settings (not JSON, not an object, nested too deep, over 1 MiB, a FIFO or a device in its place)
+opens the console with the default settings and a notice saying why (eagle_console/inputfile.py), and is
+not overwritten by a theme change.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from typing import Any
 
 from rich.style import Style
 from textual._context import active_app
+
+from eagle_console.inputfile import NOT_FOUND, SETTINGS_CAP, InputFileError, load_json
 
 # style name -> (theme variable, modifiers, the colour without a theme)
 STYLES: dict[str, tuple[str, str, str]] = {
@@ -70,17 +75,30 @@ def settings_path() -> Path:
     return Path(base) / "eagle-console" / "settings.json"
 
 
-def load_settings() -> dict[str, Any]:
+def read_settings() -> tuple[dict[str, Any], str | None]:
+    """The saved settings and, when the file is there but cannot be used, why (the defaults are used)."""
+    path = settings_path()
     try:
-        data = json.loads(settings_path().read_text())
-    except (OSError, ValueError):
-        return {}  # none yet, or unreadable: the defaults, never a console that does not open
-    return data if isinstance(data, dict) else {}
+        data = load_json(path, SETTINGS_CAP)
+    except InputFileError as exc:
+        if exc.why == NOT_FOUND:
+            return {}, None  # none saved yet
+        return {}, f"{exc}; the default settings are used"
+    if not isinstance(data, dict):
+        return {}, f"{path}: not a JSON object; the default settings are used"
+    return data, None
+
+
+def load_settings() -> dict[str, Any]:
+    return read_settings()[0]
 
 
 def save_theme(name: str) -> None:
     path = settings_path()
-    settings = {**load_settings(), "theme": name}
+    current, problem = read_settings()
+    if problem is not None:
+        return  # never overwrite a file we could not read: the operator may want what is in it
+    settings = {**current, "theme": name}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
@@ -90,11 +108,14 @@ def save_theme(name: str) -> None:
         pass  # a read-only home: the choice lasts for this session only
 
 
-def restore(app: Any) -> None:
-    """At start (App.__init__): the saved theme, if it still exists."""
-    saved = load_settings().get("theme")
+def restore(app: Any) -> str | None:
+    """At start (App.__init__): the saved theme, if it still exists; returns why the settings file could not
+    be used, for the console to say once it is up."""
+    settings, problem = read_settings()
+    saved = settings.get("theme")
     if isinstance(saved, str) and saved in app.available_themes:
         app.theme = saved
+    return problem
 
 
 def follow(app: Any, relabel: Any) -> None:

@@ -69,9 +69,11 @@ class ActionContext:
         return Journal(self.state_dir / "journal.db")
 
     def load(self, name: str) -> Any | None:
+        from eagle_console.inputfile import STATE_CAP, load_json
+
         try:
-            return json.loads((self.artifacts / name).read_text())
-        except (OSError, ValueError):
+            return load_json(self.artifacts / name, STATE_CAP)
+        except ValueError:  # InputFileError: missing, not a regular file, too big, not JSON
             return None
 
 

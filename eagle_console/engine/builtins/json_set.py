@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 from pathlib import Path
 from typing import Any
 
 from eagle_console.engine.builtins.base import ActionContext, Builtin, BuiltinError
+from eagle_console.inputfile import EDIT_CAP, InputFileError, read_bytes
 from eagle_console.statedir import private_dirs
 
 STATE = "json_set.json"
@@ -77,6 +79,50 @@ def apply_sets(doc: Any, sets: dict[str, Any]) -> list[tuple[str, Any, Any]]:
     return changes
 
 
+class NonFinite(str):
+    """A number JSON cannot carry as a float: `1e400` (inf once parsed), or `NaN` / `Infinity`, which are no
+    JSON at all (RFC 8259 §6). Kept as its text so the refusal quotes what the file says."""
+
+
+def _non_finite_float(text: str) -> float | NonFinite:
+    value = float(text)
+    return value if math.isfinite(value) else NonFinite(text)
+
+
+def parse_document(data: bytes, path: Path) -> Any:
+    """The JSON document, or BuiltinError naming the file (and line:column of a syntax error) or the first
+    key holding a number that would be written back as `Infinity`/`NaN`."""
+    try:
+        text = data.decode("utf-8")
+        doc = json.loads(text, parse_float=_non_finite_float, parse_constant=NonFinite)
+    except json.JSONDecodeError as exc:
+        raise BuiltinError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise BuiltinError(f"{path}: JSON nested too deeply to read: refused") from None
+    except ValueError as exc:  # not UTF-8, an integer past Python's digit limit
+        raise BuiltinError(f"{path} is not valid JSON: {exc}") from None
+    for key, value in _leaves(doc):
+        if isinstance(value, NonFinite):
+            raise BuiltinError(f"{path}: {key or 'the top level'} is {value}, a number outside what JSON can "
+                               "write back (it would become Infinity or NaN, which no JSON reader accepts): "
+                               "fix it in the file first; nothing was changed")
+    return doc
+
+
+def _leaves(doc: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """(dotted key, value) of every scalar; list items as `key[i]`. Iterative: a deep file cannot recurse."""
+    out, todo = [], [(prefix, doc)]
+    while todo:
+        key, value = todo.pop()
+        if isinstance(value, dict):
+            todo.extend((f"{key}.{k}" if key else str(k), v) for k, v in value.items())
+        elif isinstance(value, list):
+            todo.extend((f"{key}[{i}]", v) for i, v in enumerate(value))
+        else:
+            out.append((key, value))
+    return out
+
+
 def _flatten(sets: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """`set = { a = { b = 1 } }` means the same as `set = { "a.b" = 1 }`."""
     out: dict[str, Any] = {}
@@ -97,23 +143,27 @@ class JsonSet(Builtin):
             problems.append("`path` (the JSON file) is required")
         if not isinstance(args.get("set"), dict) or not args.get("set"):
             problems.append("`set` must be a table of keys to set, e.g. set = { max_position_embeddings = 262144 }")
+        else:
+            problems += [f"`set` {key} = {value}: JSON has no such number (it would be written as Infinity or NaN)"
+                         for key, value in _leaves(args["set"])
+                         if isinstance(value, float) and not math.isfinite(value)]
         return problems
 
     def run(self, ctx: ActionContext) -> int:
         path = Path(ctx.args["path"])
         if not path.is_absolute():
             path = ctx.folder / path
-        try:
-            original = path.read_bytes()
-        except OSError as exc:
-            raise BuiltinError(f"cannot read {path}: {exc.strerror}") from None
-        try:
-            doc = json.loads(original)
-        except ValueError as exc:
-            raise BuiltinError(f"{path} is not valid JSON: {exc}") from None
+        try:  # a regular file of at most 64 MiB: a FIFO or a device in its place is refused, not read
+            original = read_bytes(path, EDIT_CAP, "a JSON file json.set edits")
+        except InputFileError as exc:
+            raise BuiltinError(f"cannot read {exc}") from None
+        doc = parse_document(original, path)
         sets = _flatten(ctx.args["set"])
         changes = apply_sets(doc, sets)
-        new = (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
+        try:  # RFC 8259: never Infinity or NaN (validate and parse_document refuse them before this)
+            new = (json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode()
+        except ValueError as exc:
+            raise BuiltinError(f"{path}: the result would not be JSON ({exc}); nothing was changed") from None
         state = ctx.load(STATE)
         # Running again over our own write keeps the first backup, so undo returns the original bytes.
         if state and state.get("path") == str(path) and state.get("written_sha") == sha256(original):
