@@ -216,3 +216,16 @@ def test_the_console_r_key_gets_the_same_refusal(tmp_path):
         journal.close()
     finally:
         cleanup(plan)
+
+
+def test_a_running_supervisor_holds_the_engine_marker_its_action_does_not(plan, tmp_path):
+    """A kill tells a supervisor by the package file it holds open (node/selfmark.py), not only by its
+    command line or the journal; the step's own command (bash here) is not marked: it stays killable."""
+    from eagle_console.node.selfmark import ENGINE, marked_kind
+
+    assert cli(plan, "run", "0.1").returncode == 0
+    run = started(plan)
+    assert marked_kind(run.supervisor_pid) == ENGINE
+    assert marked_kind(run.pid) is None
+    (tmp_path / "go").touch()
+    wait_for(lambda: step_doc(plan)["status"] == "completed", timeout=30)

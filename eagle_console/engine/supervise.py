@@ -32,6 +32,7 @@ from eagle_console.engine.pyenv import child_command, forget_own_entry, shown
 from eagle_console.engine.recorder import WRITE_ERRORS, Recorder, persist, warn
 from eagle_console.engine.spec import ActionSpec, RollbackSpec, read_spec
 from eagle_console.journal import EventKind, Journal
+from eagle_console.node import selfmark
 from eagle_console.node.tail import NotRegularFile, open_regular
 from eagle_console.statedir import private_dirs
 
@@ -492,6 +493,7 @@ def main(argv: list[str]) -> int:
         os._exit(0)  # the caller reaps this parent at once; the child below is adopted by init
     if "--detach" in argv:
         os.setsid()
+    selfmark.mark(selfmark.ENGINE)  # a kill spares its supervisor whatever matches (node/selfmark.py)
     forget_own_entry()  # what we start gets the operator's PYTHONPATH (child_env adds ours where needed)
     if argv[0] == "--job-spec":  # a Ray job's entrypoint: a private file on this node, taken (read, removed)
         from eagle_console.cluster.handoff import take_spec
