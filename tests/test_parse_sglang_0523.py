@@ -139,3 +139,19 @@ def test_server_log_cli_says_what_the_accept_rate_counts(tmp_path: Path) -> None
                          text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "accept rate 0.00 (accepted drafts / proposed drafts (bonus token excluded))" in out.stdout
+
+
+def test_the_server_panes_head_shows_the_accept_rate_with_its_definition() -> None:
+    """The console's Server pane says what 0.5.23's figures are, not only `server-log`: the accept rate
+    with "bonus token excluded", and `cap len` / `block accept len` (the pane's digest, as it is drawn)."""
+    from eagle_console.tui.panes.server import ServerPane, summary_text
+
+    line = ("[2026-09-20 12:00:10 TP0] Decode batch, #running-req: 4, #token: 2048, token usage: 0.02, "
+            "accept len: 2.61, accept rate: 0.54, cap len: 3.00, block accept len: 2.95, cuda graph: True, "
+            "gen throughput (token/s): 312.44, #queue-req: 0")
+    pane = ServerPane.__new__(ServerPane)  # its digest only: no app, no widget tree
+    pane.reset_digest()
+    summary, history, speculative = pane.digest([line])
+    head = summary_text(summary, history, speculative).plain
+    assert "accept rate 0.54 (accepted drafts / proposed drafts (bonus token excluded))" in head, head
+    assert "cap len 3.00" in head and "block accept len 2.95" in head and "312.4 tok/s" in head

@@ -35,7 +35,10 @@ def server_line_style(line: str) -> Style | None:
     return None
 
 
-def summary_text(summary: dict[str, Any], history: list[tuple[float, float | None]]) -> Text:
+def summary_text(summary: dict[str, Any], history: list[tuple[float, float | None]],
+                 speculative: str | None = None) -> Text:
+    """`speculative`: the latest decode log's accept figures in words, each with its definition
+    (`SglangLogParser.describe_decode`: 0.5.23's accept rate excludes the bonus token, older ones include it)."""
     stages = summary.get("stages", [])
     if summary.get("ready"):
         out = Text("READY", style=tstyle("ec.ok.bold"))
@@ -52,8 +55,8 @@ def summary_text(summary: dict[str, Any], history: list[tuple[float, float | Non
     decode = summary.get("decode")
     if decode:
         acc = decode.get("accept_len")
-        out += Text(f"\ndecode {decode['gen_throughput']:.1f} tok/s · accept len "
-                    f"{'N/A' if acc is None else format(acc, '.2f')} · running {decode.get('running_req')}"
+        accept = speculative or f"accept len {'N/A' if acc is None else format(acc, '.2f')}"
+        out += Text(f"\ndecode {decode['gen_throughput']:.1f} tok/s · {accept} · running {decode.get('running_req')}"
                     f" · token usage {decode.get('token_usage')} · {summary.get('decode_samples', 0)} samples")
         tput = sparkline([t for t, _a in history], SPARK_WIDTH)
         accs = sparkline([a for _t, a in history], SPARK_WIDTH)
@@ -88,13 +91,13 @@ class ServerPane(ServiceLogPane):
             return None
         if lines:
             self._parser.feed(lines)
-        return self._parser.summary(), list(self._parser.history)
+        return self._parser.summary(), list(self._parser.history), self._parser.describe_decode()
 
     def show_digest(self, batch: LogBatch) -> None:
         if batch.digest is None:
             self.head.update(Text("no service log", style="dim"))
             return
-        summary, history = batch.digest
+        summary, history, speculative = batch.digest
         if batch.lines or batch.reset or self.summary is None:
             self.summary = summary
-            self.head.update(summary_text(summary, history))
+            self.head.update(summary_text(summary, history, speculative))
