@@ -38,12 +38,21 @@ def keep(path: Path, record: dict[str, Any]) -> bool:
         data = json.dumps({**record, "reason": reason + "…"}).encode()
     if len(data) > SLOT_BYTES:
         return False
+    return overwrite_reserved(path, data, SLOT_BYTES, reserved_only=False)
+
+
+def overwrite_reserved(path: Path, data: bytes, size: int, reserved_only: bool = True) -> bool:
+    """`data` padded to `size` written over a slot's reserved bytes, in place and synced (no new block on a
+    full disk); False when it could not be (no slot, an I/O error, or — `reserved_only` — a slot shorter
+    than `size`: the exit slot still tries then, its last chance; the held slot keeps to memory)."""
     try:
         fd = os.open(path, os.O_WRONLY)
     except OSError:
         return False
     try:
-        os.pwrite(fd, data.ljust(SLOT_BYTES), 0)
+        if reserved_only and os.fstat(fd).st_size < size:
+            return False  # not reserved (emptied, or a spec from before slots): writing would need new blocks
+        os.pwrite(fd, data.ljust(size), 0)
         os.fsync(fd)
         return True
     except OSError:

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from eagle_console.engine.exitslot import overwrite_reserved
 from eagle_console.statedir import write_private
 
 HELD_BYTES = 32 << 10  # about 400 `::result` lines; the slot is emptied (0 bytes) once the run's exit is in
@@ -65,28 +66,17 @@ def keep(path: Path, records: list[dict[str, Any]], lost: list[dict[str, Any]] |
     rest = records[len(parts):] + (lost or [])
     summary = f', "unkept": {json.dumps({"count": len(rest), "text": unkept_text(rest)})}' if rest else ""
     data = ('{"held": [' + ", ".join(parts) + "]" + summary + "}").encode()
-    try:
-        fd = os.open(path, os.O_WRONLY)
-    except OSError:
-        return False
-    try:
-        if os.fstat(fd).st_size < HELD_BYTES:
-            return False  # not reserved (emptied, or a spec from before slots): writing would need new blocks
-        os.pwrite(fd, data.ljust(HELD_BYTES), 0)
-        os.fsync(fd)
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
+    return overwrite_reserved(path, data, HELD_BYTES)
 
 
 def read(path: Path) -> dict[str, Any] | None:
     """The slot's records (`held`, and `unkept` when some did not fit), or None (none, blank, unreadable)."""
+    from eagle_console.inputfile import STATE_CAP, parse_json, read_text
+
     try:
-        text = path.read_text().strip()
-        doc = json.loads(text) if text else None
-    except (OSError, ValueError):
+        text = read_text(path, STATE_CAP).strip()
+        doc = parse_json(text, path) if text else None
+    except ValueError:  # InputFileError: missing, not a regular file, too big, not JSON
         return None
     return doc if isinstance(doc, dict) and (doc.get("held") or doc.get("unkept")) else None
 
