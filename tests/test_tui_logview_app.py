@@ -22,7 +22,7 @@ def output_rows(app) -> list[str]:
     """The Output pane's rows as the screen shows them."""
     from eagle_console.tui.panes.output import OutputPane
 
-    region = app.query_one(OutputPane).view.body.region
+    region = app.query_one(OutputPane).view.body.scrollable_content_region  # the text, not the scrollbar
     lines = screen_text(app).splitlines()
     return [lines[y][region.x:region.right] if y < len(lines) else "" for y in range(region.y, region.bottom)]
 
