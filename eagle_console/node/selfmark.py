@@ -6,7 +6,7 @@ interpreter, setproctitle), so it is one signal only. Each eagle-console process
 opens one of the package's own files read-only when it starts and keeps it open until it exits:
 
   <package>/cli/__init__.py     a console or a CLI command (its terminal's session is spared too)
-  <package>/engine/__init__.py  a run's built-in action (its session is the run's, holding its servers)
+  <package>/engine/__init__.py  a run's supervisor or built-in action (its session is the run's)
 
 /proc/PID/fd shows the link whatever the process is called. The descriptor is close-on-exec, so a service
 action that execs its server leaves the server unmarked (fair game for a kill), and subprocess children
