@@ -47,3 +47,21 @@ def test_rays_entrypoint_line_stays_out_of_the_step_log():
     text = ("Running entrypoint for job raysubmit_x1: /usr/bin/python3 -m eagle_console.engine.supervise "
             "--job-spec /tmp/eagle-console-spec-x1/spec.json\nSIM=/tmp/b\n")
     assert split_log(text) == (["SIM=/tmp/b"], [])
+
+
+RAY_SETUP = "2026-12-04 18:09:05,806\tINFO job_manager.py:581 -- Runtime env is setting up.\n"
+ENTRY = "Running entrypoint for job raysubmit_x1: python3 -m eagle_console.engine.supervise --job-spec /tmp/s\n"
+
+
+def test_rays_runtime_env_line_stays_out_of_the_step_log():
+    """Ray's dashboard logs "Runtime env is setting up." into the job's log before the entrypoint line (its
+    job_manager.py, 2.60.0): it landed in every node step's log. A step's own line of the same form stays."""
+    own = "2026-12-04 18:09:09,001\tINFO train.py:12 -- the step's own logging\n"
+    assert split_log(RAY_SETUP + ENTRY + "SIM=/tmp/b\n" + own) == (["SIM=/tmp/b", own.rstrip("\n")], [])
+    assert split_log(whole_lines(RAY_SETUP)) == ([], [])  # the entrypoint not started yet: nothing is the step's
+
+
+def test_a_job_that_never_started_keeps_rays_lines_marked():
+    failed = "2026-12-04 18:09:06,100\tWARNING job_manager.py:618 -- Failed to start supervisor actor for job x\n"
+    lines, _ = split_log(RAY_SETUP + failed, ended=True)
+    assert lines == ["[ray] " + RAY_SETUP.rstrip("\n"), "[ray] " + failed.rstrip("\n")]

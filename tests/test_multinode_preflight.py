@@ -16,6 +16,7 @@ from eagle_console.sglang.multinode import (
     NodeFacts,
     dist_init_addr,
     multinode_problems,
+    nccl_interfaces,
     preflight,
     rank_launches,
 )
@@ -49,6 +50,29 @@ def test_interfaces_count_as_nccl_does():
     assert [f.code for f in found] == ["NODE_IFNAME_UNSET"]  # a: lo and docker* never compete
     assert "node b" in found[0].message and "GLOO_SOCKET_IFNAME" in found[0].message
     assert "NCCL_SOCKET_IFNAME /" not in found[0].message
+
+
+def test_ifname_is_matched_by_nccls_rules():
+    """NCCL 2.30.7 src/os/linux.cc ncclOsFindInterfaces + src/misc/utils.cc matchIfList."""
+    up = ["lo", "eth0", "eth1", "ens5", "ib0"]
+    assert nccl_interfaces("eth", up) == ["eth0", "eth1"]  # a prefix
+    assert nccl_interfaces("=eth", up) == []  # `=`: exact names
+    assert nccl_interfaces("=eth1,ib0", up) == ["eth1", "ib0"]
+    assert nccl_interfaces("^eth,lo", up) == ["ens5", "ib0"]  # `^`: all but these
+    assert nccl_interfaces("^=eth0", up) == ["lo", "eth1", "ens5", "ib0"]
+    assert nccl_interfaces("ens5:1,", up) == ["ens5"]  # `:port` is not part of the name; empty entries skipped
+
+
+def test_an_ifname_no_interface_of_the_node_matches_is_an_error():
+    facts = [NodeFacts("a", (), ("lo", "eth0"), {"NCCL_SOCKET_IFNAME": "eth", "GLOO_SOCKET_IFNAME": "eth0"}),
+             NodeFacts("b", (), ("lo", "ens5"), {"NCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "eth0"})]
+    found = preflight(facts)
+    assert [(f.code, f.message.split(":")[0]) for f in found] == [("NODE_IFNAME_MISSING", "node b")] * 2, found
+    assert "NCCL_SOCKET_IFNAME='eth0' matches none of its interfaces that are up (lo, ens5)" in found[0].message
+    assert "GLOO_SOCKET_IFNAME='eth0' names eth0" in found[1].message
+    # Gloo takes exact names only: a prefix that NCCL accepts is not one for Gloo
+    assert [f.message for f in preflight([NodeFacts("b", (), ("lo", "eth0"), {"GLOO_SOCKET_IFNAME": "eth"})])]
+    assert preflight([NodeFacts("b", (), ("lo", "ens5"), {"NCCL_SOCKET_IFNAME": "^docker"})]) == []
 
 
 def test_drafter_missing_on_node_b_refuses_the_launch(tmp_path):
@@ -88,3 +112,14 @@ def test_two_interfaces_without_ifname_refuse_then_ifname_set_passes_preflight(t
     finally:
         subprocess.run([sys.executable, "-m", "eagle_console", "rollback", str(path), "0.1", "--yes"],
                        capture_output=True, timeout=120)
+
+
+def test_ifname_set_to_an_interface_node_b_lacks_refuses_the_launch(tmp_path):
+    """`NCCL_SOCKET_IFNAME="eth0"` on a host whose interface is ens5 passed the preflight, and every rank failed."""
+    nodes_file, _ = make_nodes(tmp_path, interfaces={"b": ["lo", "ens5"]})
+    path = multinode_plan(tmp_path, nodes_file, free_port(), free_port(),
+                          env='NCCL_SOCKET_IFNAME = "eth0"\n        GLOO_SOCKET_IFNAME = "eth0"')
+    rc, log = run_step(path)
+    assert rc == 1, log
+    assert "NODE_IFNAME_MISSING: node b: NCCL_SOCKET_IFNAME='eth0' matches none of its interfaces" in log, log
+    assert "node a:" not in log and "nothing launched" in log

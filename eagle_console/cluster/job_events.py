@@ -9,6 +9,7 @@ API and journals (eagle_console.cluster.jobs). The action's output goes to the s
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,11 @@ EVENT_PREFIX = "::eagle-console-event "
 # dashboard/modules/job/job_supervisor.py, `_exec_entrypoint`): Ray's line, not the step's output. (The
 # entrypoint names only a private spec file on the node, cluster/handoff.py: no secret is in it.)
 RAY_ENTRYPOINT_LINE = "Running entrypoint for job "
+# Ray's dashboard writes into the job's log, before the entrypoint line, with its logger's format
+# (ray/_private/ray_constants.py LOGGER_FORMAT "%(asctime)s\t%(levelname)s %(filename)s:%(lineno)s --
+# %(message)s", written by job_manager.py `_get_job_driver_logger`: "Runtime env is setting up.", 2.60.0).
+RAY_LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\t[A-Z]+ [\w.-]+:\d+ -- ")
+RAY_MARK = "[ray] "
 # The pids the console may journal for a node's run: the action's, never the supervisor's (a local
 # liveness check of a remote pid would be wrong), and only for `tracked` classification on that node.
 PROC_KEYS = ("pid", "pid_ctime", "pgid", "sid")
@@ -62,12 +68,23 @@ class JobEvents:
         sys.stdout.flush()
 
 
-def split_log(text: str) -> tuple[list[str], list[dict[str, Any]]]:
-    """A job log → (the step log's lines, the supervisor's events in order)."""
+def split_log(text: str, ended: bool = False) -> tuple[list[str], list[dict[str, Any]]]:
+    """A job log → (the step log's lines, the supervisor's events in order).
+
+    Ray's own lines before its entrypoint line ("Runtime env is setting up.") are left out; `ended` (the
+    job is over) with no entrypoint line at all: the job never started, and Ray's lines say why, so they
+    stay, marked `[ray] `."""
     lines: list[str] = []
     events: list[dict[str, Any]] = []
+    started = RAY_ENTRYPOINT_LINE in text
+    before = True  # before Ray's entrypoint line: nothing of the step's has run yet
     for line in text.splitlines():
-        if line.startswith(RAY_ENTRYPOINT_LINE):
+        if before and line.startswith(RAY_ENTRYPOINT_LINE):
+            before = False
+            continue
+        if before and RAY_LOG_LINE.match(line):
+            if ended and not started:
+                lines.append(RAY_MARK + line)
             continue
         if line.startswith(EVENT_PREFIX):
             try:

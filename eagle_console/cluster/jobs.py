@@ -96,7 +96,8 @@ def sync_run(journal: Journal, run: Run, address: str, check_node: bool = True) 
     info = client.get_job_info(run.job_id)
     try:  # served by the node's own agent: gone with its raylet, when the node matters most
         text = client.get_job_logs(run.job_id)
-        lines, events = split_log(text if info.status.is_terminal() else whole_lines(text))
+        ended = info.status.is_terminal()
+        lines, events = split_log(text if ended else whole_lines(text), ended=ended)
         if run.log:
             copy_job_log(lines, Path(run.log))
     except Exception:  # noqa: BLE001 - the log stays as last copied; the job's status still judges

@@ -31,6 +31,18 @@ TOKEN_FILE = "ray-auth-token"
 # (docs/cluster.md recommends the same on a real cluster).
 HEALTH_CHECK = {"RAY_health_check_period_ms": "500", "RAY_health_check_timeout_ms": "500",
                 "RAY_health_check_failure_threshold": "3"}
+# Ray's Prometheus endpoints answer anyone, without the token (node IPs, resources, session name), and
+# Ray has no option for their bind address: each binds loopback only when the node's IP is a loopback
+# address (ray 2.60.0: dashboard/modules/reporter/reporter_agent.py `address=get_localhost_ip() if
+# is_localhost(self._ip) else ""`, the same test in dashboard/head.py `_setup_metrics` and
+# autoscaler/_private/monitor.py), and `ray start --node-ip-address=127.0.0.1` is turned into the machine's
+# routable IP (scripts/scripts.py → services.resolve_ip_for_localhost). So a local cluster exports none it
+# can do without: no per-node metrics exporter (the raylet starts its dashboard agent with
+# --disable-metrics-collection), no autoscaler monitor on the head (`--no-monitor`: its metrics server, and
+# a fixed cluster has nothing to autoscale). The head's dashboard keeps its own small one on all interfaces
+# (its request counters): on a free port (DASHBOARD_METRIC_PORT, dashboard/consts.py; fixed 44227 by default,
+# where two clusters on one machine collide). docs/cluster.md, Security.
+NO_METRICS_EXPORT = {"RAY_enable_metrics_collection": "0"}
 # Every port a raylet and its agents open: two raylets on one host must not collide.
 _PORT_FLAGS = ("--node-manager-port", "--object-manager-port", "--dashboard-agent-listen-port",
                "--dashboard-agent-grpc-port", "--metrics-export-port", "--runtime-env-agent-port")
@@ -81,11 +93,13 @@ class LocalCluster:
         if head:
             argv += ["--head", f"--port={self.address.rpartition(':')[2]}", "--dashboard-host=127.0.0.1",
                      f"--dashboard-port={self.dashboard.rpartition(':')[2]}", f"--temp-dir={self.temp}",
-                     f"--ray-client-server-port={free_port()}", "--include-dashboard=true"]
+                     f"--ray-client-server-port={free_port()}", "--include-dashboard=true", "--no-monitor"]
         else:
             argv += [f"--address={self.address}"]
         log = self.root / f"ray-{name}.log"
         env = {**self.env, **({"EAGLE_CONSOLE_SIM": str(sim)} if sim else {})}
+        if head:
+            env["DASHBOARD_METRIC_PORT"] = str(free_port())
         if not sim:
             env.pop("EAGLE_CONSOLE_SIM", None)
         with open(log, "wb") as out:
@@ -203,7 +217,8 @@ def start_local_cluster(root: str | os.PathLike[str], nodes: Mapping[str, str | 
     env = own_process_env(os.environ)  # a source checkout: the nodes' workers and jobs import this package
     env.pop("RAY_ADDRESS", None)
     env.pop("RAY_AUTH_TOKEN", None)  # it would win over the token file
-    env.update(RAY_USAGE_STATS_ENABLED="0", **auth_env(token_path), **HEALTH_CHECK, **(extra_env or {}))
+    env.update(RAY_USAGE_STATS_ENABLED="0", **auth_env(token_path), **HEALTH_CHECK, **NO_METRICS_EXPORT,
+               **(extra_env or {}))
     temp = private_ray_temp()
     cluster = LocalCluster(root, temp, f"127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}", env)
     os.environ.pop("RAY_AUTH_TOKEN", None)

@@ -104,7 +104,7 @@ class RayRunner:
             text = self._client().get_job_logs(proc.ref["job_id"])
         except Exception:  # noqa: BLE001 - the node's agent gone: the copy stays as it was
             return
-        lines, events = split_log(text if final else whole_lines(text))
+        lines, events = split_log(text if final else whole_lines(text), ended=final)
         copy_job_log(lines, Path(proc.log))
         event = proc_event(events)
         if event is not None:

@@ -62,7 +62,16 @@ def rollback_order(engine: Engine, target: str, cascade: bool = False) -> list[S
 
 
 def undo_item(engine: Engine, step: Step, force: bool = False) -> UndoItem:
-    """How `step` is undone: its `rollback`, a built-in undo, stopping its service, or a mark only."""
+    """How `step` is undone: its `rollback`, a built-in undo, stopping its service, or a mark only. A step
+    with `node` is undone on that node (its undo a Ray job there, cluster/node_undo.py), never here."""
+    item = _undo_item(engine, step, force)
+    if step.node and item.argv and engine.plan.cluster is not None:
+        item.node, item.cluster = step.node, engine.plan.cluster.address
+        item.description = f"{item.description} (on node {step.node})"
+    return item
+
+
+def _undo_item(engine: Engine, step: Step, force: bool = False) -> UndoItem:
     plan = engine.plan
     run = engine.journal.latest_run(step.id)
     stop = None

@@ -82,6 +82,8 @@ class UndoItem:
     stop: dict[str, Any] | None = None  # a service run to stop first: run_id, pid, pgid, sid
     mark_only: bool = False  # manual step: nothing to execute
     env: dict[str, str] | None = None  # the step's own environment (else the rollback's)
+    node: str | None = None  # a step with `node`: its argv runs there, as a Ray job (cluster/node_undo.py)
+    cluster: str | None = None  # the plan's [cluster] address, with `node`
 
 
 @dataclass

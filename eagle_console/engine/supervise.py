@@ -30,7 +30,7 @@ from eagle_console.engine import exitslot, heldslot
 from eagle_console.engine.procs import alive, create_time, stop_session
 from eagle_console.engine.pyenv import child_command, forget_own_entry, shown
 from eagle_console.engine.recorder import WRITE_ERRORS, Recorder, persist, warn
-from eagle_console.engine.spec import ActionSpec, RollbackSpec, read_spec
+from eagle_console.engine.spec import ActionSpec, RollbackSpec, UndoItem, read_spec
 from eagle_console.journal import EventKind, Journal
 from eagle_console.node import selfmark
 from eagle_console.node.tail import NotRegularFile, open_regular
@@ -398,7 +398,9 @@ def run_rollback(spec: RollbackSpec) -> int:
             persist(partial(journal.append, EventKind.RUN_STOP, item.step_id, item.stop["run_id"], None,
                             by_rollback=spec.rollback_id), "recording the stop")
             _stop_run(journal, sup, item.step_id, item.stop, spec.grace_s)
-        if item.argv:
+        if item.argv and item.node:  # a node step's undo runs on its node, as a Ray job (cluster/node_undo.py)
+            ok, reason = _undo_on_node(sup, spec, item, run_id, recorder)
+        elif item.argv:
             scanner = LogScanner(log, _log_size(log))
             try:
                 child = sup.start(item.argv, spec.cwd, item.env or spec.env)
@@ -438,6 +440,19 @@ def run_rollback(spec: RollbackSpec) -> int:
     persist(partial(journal.end_rollback, spec.rollback_id, spec.target, outcome="completed"),
             "recording the rollback's end")
     return 0
+
+
+def _undo_on_node(sup: Supervisor, spec: RollbackSpec, item: UndoItem, run_id: int,
+                  recorder: Recorder) -> tuple[bool, str | None]:
+    """`item`'s undo as a Ray job on its node, followed to its end; (ok, reason)."""
+    from eagle_console.cluster.node_undo import NodeUndo
+    from eagle_console.engine.spec import spec_data
+
+    assert item.argv and item.node
+    remote = ActionSpec(run_id=run_id, step_id=item.step_id, journal="", log="-", argv=item.argv, cwd=spec.cwd,
+                        env=item.env or spec.env, grace_s=spec.grace_s)
+    undo = NodeUndo(item.cluster or "auto", item.node, sup.log_path, sup.note)
+    return undo.run(spec_data(remote), recorder, lambda: sup.terminate_reason, spec.grace_s)
 
 
 def _stop_run(journal: Journal, sup: Supervisor, step_id: str, stop: dict, grace_s: float) -> None:

@@ -9,7 +9,9 @@ Only rank 0 serves the API; readiness is asked of rank 0 alone.
 
 Before launch (`preflight`): the model and drafter paths exist on every node, and NCCL_SOCKET_IFNAME /
 GLOO_SOCKET_IFNAME are set where a node has several candidate interfaces: with more than one, NCCL and
-Gloo may each pick another one and the bootstrap hangs at init (sglang#958, sglang#3226).
+Gloo may each pick another one and the bootstrap hangs at init (sglang#958, sglang#3226); and where they are
+set, each names an interface the node has (`NCCL_SOCKET_IFNAME="eth0"` on a host whose interface is `ens5`:
+NCCL finds no socket interface and every rank fails at init), matched the way NCCL and Gloo match them.
 """
 
 from __future__ import annotations
@@ -122,8 +124,54 @@ def candidate_interfaces(interfaces: Sequence[str]) -> list[str]:
     return [i for i in interfaces if not i.startswith(_NOT_CANDIDATES)]
 
 
+def nccl_interfaces(value: str, interfaces: Sequence[str]) -> list[str]:
+    """The interfaces among `interfaces` that NCCL_SOCKET_IFNAME=`value` lets NCCL use, by NCCL's rules (2.30.7,
+    src/os/linux.cc `ncclOsFindInterfaces`, src/misc/utils.cc `parseStringList`/`matchIfList`; before 2.29
+    src/misc/socket.cc `findInterfaces`): a leading `^` excludes the list, then a leading `=` makes each entry an
+    exact name (else a prefix: `eth` matches eth0 and eth1); entries are comma-separated, empty ones skipped,
+    and what follows a `:` in an entry is a port, not part of the name."""
+    exclude = value.startswith("^")
+    rest = value[1:] if exclude else value
+    exact = rest.startswith("=")
+    rest = rest[1:] if exact else rest
+    names = [n for n in (entry.split(":", 1)[0] for entry in rest.split(",")) if n]
+
+    def listed(iface: str) -> bool:
+        if not names:
+            return True  # NCCL: an empty list matches everything (then `^` excludes everything)
+        return any(iface == n if exact else iface.startswith(n) for n in names)
+
+    return [i for i in interfaces if listed(i) != exclude]
+
+
+def gloo_missing(value: str, interfaces: Sequence[str]) -> list[str]:
+    """The names in GLOO_SOCKET_IFNAME=`value` the node does not have: Gloo takes each comma-separated name
+    as an exact interface name, no prefixes (PyTorch torch/csrc/distributed/c10d/init.cpp: a device per
+    `split(',', GLOO_SOCKET_IFNAME)` entry, `ProcessGroupGloo::createDeviceForInterface`)."""
+    return [n for n in value.split(",") if n and n not in interfaces]
+
+
+def _ifname_findings(f: NodeFacts) -> list[Finding]:
+    """NODE_IFNAME_MISSING: an IFNAME variable set for the node that names none of its interfaces (up)."""
+    out = []
+    up = ", ".join(f.interfaces) or "none"
+    nccl = str(f.env.get("NCCL_SOCKET_IFNAME", ""))
+    if nccl.strip() and not nccl_interfaces(nccl, f.interfaces):
+        out.append(Finding("error", "NODE_IFNAME_MISSING",
+                           f"node {f.node}: NCCL_SOCKET_IFNAME={nccl!r} matches none of its interfaces that are "
+                           f"up ({up}): NCCL finds no socket interface and the ranks fail at init; set it to the "
+                           "interface the nodes reach each other on (a prefix, `=NAME` exact, `^NAME` excluded)"))
+    gloo = str(f.env.get("GLOO_SOCKET_IFNAME", ""))
+    if gloo.strip() and (missing := gloo_missing(gloo, f.interfaces)):
+        out.append(Finding("error", "NODE_IFNAME_MISSING",
+                           f"node {f.node}: GLOO_SOCKET_IFNAME={gloo!r} names {', '.join(missing)}, which it does "
+                           f"not have up ({up}): Gloo takes exact interface names and the ranks fail at init"))
+    return out
+
+
 def preflight(facts: Sequence[NodeFacts]) -> list[Finding]:
-    """Errors that refuse the launch: a path missing on a node, a node with several interfaces and no IFNAME."""
+    """Errors that refuse the launch: a path missing on a node, a node with several interfaces and no IFNAME,
+    an IFNAME that names no interface of the node."""
     out: list[Finding] = []
     for f in facts:
         for path in f.missing:
@@ -138,4 +186,5 @@ def preflight(facts: Sequence[NodeFacts]) -> list[Finding]:
                                f"{' / '.join(unset)} {'is' if len(unset) == 1 else 'are'} not set: NCCL and Gloo "
                                "may pick different ones and the ranks hang at init (sglang#958); set them in the "
                                "step's env to the interface the nodes reach each other on"))
+        out += _ifname_findings(f)
     return out
