@@ -102,4 +102,13 @@ class NodeSections(QuietStatic):
         self.draw()
 
     def _failed(self, exc: BaseException) -> None:
-        self.update(Text(f"cluster: cannot read the nodes: {exc}", style=tstyle("ec.error")))
+        """The head unreachable (cluster/link.py says since when): said first, the last readings kept below,
+        each node UNREACHABLE with its age, never a blank pane or "0 GPUs"."""
+        head = Text(f"cluster: {exc}" if "head unreachable" in str(exc) else f"cluster: cannot read the nodes: {exc}",
+                    style=tstyle("ec.error.bold"), no_wrap=True, overflow="ellipsis")
+        if not self.entries:
+            self.update(head)
+            return
+        kept = [{**e, "reachable": False, "error": "its head is unreachable"} for e in self.entries]
+        here = self.ctx.this_node(self.entries)
+        self.update(head + Text("\n") + sections_text(kept, self.size.width or None, here))
