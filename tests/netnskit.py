@@ -182,6 +182,17 @@ def kill_gcs(cluster) -> int:
     raise LookupError("no gcs_server under the head's ray start")
 
 
+def restart_node(cluster, name: str) -> None:
+    """kill -9 node `name`'s `ray start` and everything under it, then start it again (a raylet the GCS
+    declared dead while its link was cut exits, or is refused, when it comes back: Ray 2.60)."""
+    leader = psutil.Process(cluster.nodes[name].proc.pid)
+    for p in [*leader.children(recursive=True), leader]:
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+    cluster.nodes[name].proc.wait(10)
+    cluster.restart(name)
+
+
 @contextlib.contextmanager
 def two_hosts() -> Iterator[TwoHosts]:
     net = make_hosts()

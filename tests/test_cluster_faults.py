@@ -16,11 +16,10 @@ import sys
 import time
 from pathlib import Path
 
+import netnskit
 import psutil
 import pytest
 from clusterkit import HAVE_RAY
-
-import netnskit
 
 pytestmark = [pytest.mark.netns, pytest.mark.skipif(not HAVE_RAY, reason="Ray is not installed")]
 WHY_NOT = netnskit.skip_reason()
@@ -116,7 +115,7 @@ def test_link_cut_neither_status_nor_a_local_step_waits_on_node_b(hosts):
         assert "LOCAL-DONE" in _cli(net, "log", plan, "a1", timeout=60).stdout
     finally:
         net.b.link(True)
-    _cli(net, "rollback", plan, "b1", "--yes", timeout=120)
+        netnskit.restart_node(cluster, "b")  # the GCS declared b dead while cut off
 
 
 def _console_pid(plan: Path) -> int | None:
@@ -141,7 +140,7 @@ def test_head_killed_nothing_hangs_and_the_console_outlives_rays_minute(hosts):
                                                     "tui", str(plan)], cwd=str(plan.parent))))
     term = Term(f"{console}; echo CONSOLE-EXITED=$?; sleep 600", (160, 50), patience=2.0)
     try:
-        term.wait(r"node b .*(reachable|GPU)|b\s+\d+ GPUs|NODE b", 90)
+        term.wait(r"node b · \S+ · live", 90)
         pid = _console_pid(plan)
         assert pid is not None
         netnskit.kill_gcs(cluster)

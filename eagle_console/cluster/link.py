@@ -105,7 +105,7 @@ class _Head:
     def down_text(self) -> str | None:
         if self.down_since is None:
             return None
-        return f"head unreachable since {time.strftime('%H:%M:%S', time.localtime(self.down_since))} ({self.why})"
+        return f"head unreachable since {time.strftime('%H:%M:%S', time.localtime(self.down_since))}: {self.why}"
 
     # -- the driver process ---------------------------------------------------------------------------------
 
@@ -181,6 +181,20 @@ class _Head:
                     return f"the Ray driver ended: {_tidy(line)}"
         return f"the Ray driver ended (exit {proc.returncode})"
 
+    def token_refused(self) -> str | None:
+        """The GCS's refusal of our token, from the driver's log (Ray 2.60: gcs_client.cc "Failed to get
+        cluster ID from GCS server: Unauthenticated: ... InvalidAuthToken")."""
+        if self.log is None:
+            return None
+        try:
+            text = self.log.read_text(errors="replace")[:20000]
+        except OSError:
+            return None
+        for line in text.splitlines():
+            if "InvalidAuthToken" in line or "Unauthenticated" in line:
+                return _tidy(line)
+        return None
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
@@ -237,25 +251,36 @@ def probe(address: str, timeout: float = PROBE_S) -> str | None:
 
 
 def connect(address: str, timeout: float | None = None) -> None:
-    """The driver of `address` started and connected (its ray.init done) within the deadline."""
+    """The driver of `address` started and connected (its ray.init done) within the deadline. A token the
+    GCS refuses is said at once (Ray's ray.init retries it 20 times, ~20 s, and says "Failed to connect")."""
     head = _head(address)
     head.ensure()
     wait = CONNECT_S if timeout is None else timeout
-    try:
-        head.ready.result(timeout=wait)
-    except FutureTimeout:
-        head.mark_down(f"ray.init did not connect within {wait:g}s")
-        raise HeadUnreachable(head.down_text() or "head unreachable") from None
-    except RemoteError as exc:
-        raise ClusterError(connect_error(address, str(exc))) from None
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            head.ready.result(timeout=0.25)
+            return
+        except FutureTimeout:
+            refused = head.token_refused()
+            if refused:
+                head.stop()
+                raise ClusterError(connect_error(address, refused)) from None
+            if time.monotonic() > deadline:
+                head.mark_down(f"ray.init did not connect within {wait:g}s")
+                raise HeadUnreachable(head.down_text() or "head unreachable") from None
+        except RemoteError as exc:
+            raise ClusterError(connect_error(address, head.token_refused() or str(exc))) from None
 
 
 def connect_error(address: str, text: str) -> str:
     """ray.init's failure said for an operator: a token problem named as such."""
     low = text.lower()
     if "token" in low or "authenticat" in low:
-        return (f"the Ray cluster at {address} refused this client's token: {text.splitlines()[-1][:300]} "
-                "(set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN_PATH to the cluster's token file)")
+        given = os.environ.get("RAY_AUTH_TOKEN_PATH") or ("RAY_AUTH_TOKEN" if os.environ.get("RAY_AUTH_TOKEN") else "")
+        what = f"the token in {given}" if given else "no token (RAY_AUTH_TOKEN_PATH, RAY_AUTH_TOKEN unset)"
+        return (f"the Ray cluster at {address} refused {what}: {text.splitlines()[-1][:200]}; set RAY_AUTH_MODE=token "
+                "and RAY_AUTH_TOKEN_PATH to the cluster's token file")
     return f"cannot reach the Ray cluster at {address}: {text.splitlines()[-1][:300] if text else 'no reason given'}"
 
 
