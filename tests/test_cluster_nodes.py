@@ -14,11 +14,9 @@ pytestmark = needs_ray
 
 
 def test_each_agent_runs_on_its_node_with_that_nodes_sim(ray_cluster):
-    import ray
+    from eagle_console.cluster.connect import ask_agent
 
-    from eagle_console.cluster.agent import agent
-
-    pings = {n: ray.get(agent(n).ping.remote(), timeout=60) for n in ("a", "b")}
+    pings = {n: ask_agent(ray_cluster.address, n, "ping", timeout=60) for n in ("a", "b")}
     assert pings["a"]["sim"] == str(ray_cluster.nodes["a"].sim)  # the raylet's environment, inherited
     assert pings["b"]["sim"] == str(ray_cluster.nodes["b"].sim)
 

@@ -84,14 +84,10 @@ def test_no_secret_on_a_command_line_or_in_rays_files_for_node_runs_and_ranks(ra
 def test_a_node_spec_file_is_private_and_gone_once_read(ray_cluster):
     """The spec a node's job reads: written there by its agent, 0600 in a 0700 folder of its own; taken
     (read and removed) by the job's entrypoint."""
-    import ray
-
-    from eagle_console.cluster.agent import agent
-    from eagle_console.cluster.connect import connect
+    from eagle_console.cluster.connect import ask_agent
     from eagle_console.cluster.handoff import take_spec
 
-    connect(ray_cluster.address)
-    path = Path(ray.get(agent("b").put_spec.remote({"env": {"HF_TOKEN": HF_TOKEN}}), timeout=60))
+    path = Path(ask_agent(ray_cluster.address, "b", "put_spec", {"env": {"HF_TOKEN": HF_TOKEN}}, timeout=60))
     assert (mode(path), mode(path.parent)) == (0o600, 0o700)
     assert take_spec(path) == {"env": {"HF_TOKEN": HF_TOKEN}}
     assert not path.exists() and not path.parent.exists()

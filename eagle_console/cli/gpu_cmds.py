@@ -64,6 +64,9 @@ def _nodes_section(address: str, local: Any) -> list[dict[str, Any]]:
 
 def _print_nodes(nodes: list[dict[str, Any]]) -> None:
     for n in nodes:
+        if n["name"] is None:  # the cluster itself: its head does not answer, or refused us
+            print(f"cluster {n['address']}  UNREACHABLE ({n['error']})")
+            continue
         age = "never read" if n["reading_age_s"] is None else f"read {n['reading_age_s']:g}s ago"
         state = "reachable" if n["reachable"] else f"UNREACHABLE ({n['error']})"
         print(f"node {n['name']} {n['address']}  {state}  {age}")

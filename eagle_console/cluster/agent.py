@@ -27,6 +27,13 @@ def refusals(holders: list) -> dict[str, str]:
     return {str(h.pid): why for h in holders if (why := refusal(h, (), protected))}
 
 
+def _tracked(tracked: list | None) -> list:
+    """The console's tracked runs, as it sends them (plain dicts over the driver's JSON pipe)."""
+    from eagle_console.node.procs import TrackedRun
+
+    return [t if isinstance(t, TrackedRun) else TrackedRun(**t) for t in tracked or []]
+
+
 class NodeAgent:
     def __init__(self, name: str) -> None:
         self.name = name
@@ -83,7 +90,7 @@ class NodeAgent:
         backend = open_backend(self._sim())
         try:
             sample = backend.sample()
-            scan = scan_node(sample, judged_here(tracked or []), device_prefix=backend.device_prefix)
+            scan = scan_node(sample, judged_here(_tracked(tracked)), device_prefix=backend.device_prefix)
         finally:
             backend.close()
         doc = gpus_document(sample, scan.holders, scan.pid_namespace)
@@ -100,7 +107,7 @@ class NodeAgent:
         from eagle_console.ops.rank_sessions import judged_here
 
         # the console's runs and rank sessions here are the tracked; whether their leaders run is judged here
-        with orphans.scan(self._sim(), tracked=judged_here(tracked or [])) as found:
+        with orphans.scan(self._sim(), tracked=judged_here(_tracked(tracked))) as found:
             # the console's hand-picked pids (scope "selected") are chosen among all holders, then narrowed
             targets = orphans.choose(found, "all" if scope == orphans.SELECTED else scope, match)
             if pids is not None:

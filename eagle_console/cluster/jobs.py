@@ -14,9 +14,10 @@ from __future__ import annotations
 import shlex
 import sys
 import time
+from enum import Enum
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from eagle_console.cluster import pin
 from eagle_console.cluster.job_events import copy_job_log, split_log, whole_lines
@@ -31,15 +32,67 @@ AGENT_ANSWER_S = 30.0  # an agent's first call starts its actor on the node: sec
 STOP_EXTRA_S = 30.0  # Ray's own stop wait (RAY_JOB_STOP_WAIT_TIME_S) and the status' lag, on top of the grace
 
 
-@lru_cache(maxsize=4)
-def job_client(address: str) -> Any:
-    """The Jobs API client of the cluster at `address` (its dashboard's URL is looked up in the GCS)."""
-    from ray.job_submission import JobSubmissionClient
+JOB_S = 5.0  # a Jobs API call (its status, its log: the log is served by the job's node, maybe cut off)
+RETRY_NODE_RUN_S = 5.0  # a node run whose sync failed is not asked again before this: local work goes on
 
+
+class JobStatus(str, Enum):
+    """Ray's job statuses (`ray/dashboard/modules/job/common.py` JobStatus, 2.60.0), without importing Ray."""
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    STOPPED = "STOPPED"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+
+    def is_terminal(self) -> bool:
+        return self not in (JobStatus.PENDING, JobStatus.RUNNING)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class JobInfo(NamedTuple):
+    status: JobStatus
+    message: str | None
+    driver_exit_code: int | None
+
+
+class JobClient:
+    """The Jobs API of the cluster at `address`, asked through the out-of-process driver (cluster/link.py),
+    each call with a deadline (Ray's JobSubmissionClient sets none)."""
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+
+    def _job(self, call: str, timeout: float = JOB_S, **args: Any) -> Any:
+        from eagle_console.cluster.link import call as ask
+
+        return ask(self.address, "job", timeout, call=call, **args)
+
+    def get_job_info(self, job_id: str) -> JobInfo:
+        d = self._job("info", job_id=job_id)
+        return JobInfo(JobStatus(d["status"]), d.get("message"), d.get("driver_exit_code"))
+
+    def get_job_status(self, job_id: str) -> JobStatus:
+        return JobStatus(self._job("status", job_id=job_id))
+
+    def get_job_logs(self, job_id: str) -> str:
+        return str(self._job("logs", job_id=job_id))
+
+    def stop_job(self, job_id: str) -> bool:
+        return bool(self._job("stop", job_id=job_id))
+
+    def submit_job(self, **submit: Any) -> str:
+        return str(self._job("submit", AGENT_ANSWER_S, submit=submit))
+
+
+@lru_cache(maxsize=4)
+def job_client(address: str) -> JobClient:
+    """The Jobs API client of the cluster at `address` (its dashboard's URL is looked up in the GCS)."""
     from eagle_console.cluster.connect import connect
 
     connect(address)
-    return JobSubmissionClient(address)  # "auto" / "host:6379": the dashboard URL is looked up in the GCS
+    return JobClient(address)
 
 
 def submit_run(address: str, node: str, run_id: int, step_id: str, spec: dict[str, Any]) -> str:
@@ -54,44 +107,40 @@ def submit_with_spec(client: Any, node: str, spec: dict[str, Any], command: str,
                      exec_: bool = False) -> str:
     """A job on `node` running `python COMMAND PATH`, PATH a private file on the node holding `spec`
     (cluster/handoff.py); the file is removed again if the job cannot be submitted."""
-    import ray
+    from eagle_console.cluster.connect import ask_agent
 
-    from eagle_console.cluster.agent import agent
-
-    handle = agent(node)
-    path = ray.get(handle.put_spec.remote(spec), timeout=AGENT_ANSWER_S)
+    path = str(ask_agent(client.address, node, "put_spec", spec, timeout=AGENT_ANSWER_S))
     entry = f"{'exec ' if exec_ else ''}{shlex.quote(sys.executable)} {command} {shlex.quote(path)}"
     try:
         return client.submit_job(entrypoint=entry, entrypoint_resources=pin(node), entrypoint_num_cpus=0,
                                  metadata=metadata)
     except BaseException:
-        handle.drop_spec.remote(path)  # no job will take it
+        try:
+            ask_agent(client.address, node, "drop_spec", path, timeout=NODE_ANSWER_S)  # no job will take it
+        except Exception:  # noqa: BLE001 - the submit's failure is the one to say
+            pass
         raise
 
 
 def _node_gone(address: str, node: str) -> str | None:
     """Why `node` is gone (the GCS says dead, its agent died), or None; a slow answer is not gone."""
-    import ray
-    from ray.exceptions import GetTimeoutError, RayActorError
-
-    from eagle_console.cluster.agent import agent
-    from eagle_console.cluster.connect import cluster_nodes
+    from eagle_console.cluster.connect import RemoteError, ask_agent, cluster_nodes
 
     if not any(n.name == node and n.alive for n in cluster_nodes(address)):
         return f"node {node} is dead in the cluster's node table"
     try:
-        ray.get(agent(node).ping.remote(), timeout=NODE_ANSWER_S)
-    except GetTimeoutError:
-        return None
-    except RayActorError as exc:
-        return f"node {node}'s agent died ({type(exc).__name__}): its raylet is gone"
+        ask_agent(address, node, "ping", timeout=NODE_ANSWER_S)
+    except RemoteError as exc:
+        if exc.is_a("GetTimeoutError"):
+            return None
+        if exc.is_a("RayActorError"):
+            return f"node {node}'s agent died ({exc.kinds[0]}): its raylet is gone"
+        raise
     return None
 
 
 def sync_run(journal: Journal, run: Run, address: str, check_node: bool = True) -> bool:
     """Bring `run` up to date from its job: log, pids, readiness, and its end. True if it ended now."""
-    from ray.job_submission import JobStatus
-
     client = job_client(address)
     info = client.get_job_info(run.job_id)
     try:  # served by the node's own agent: gone with its raylet, when the node matters most
@@ -145,6 +194,7 @@ def reconcile_node_runs(journal: Journal, runs: list[Run], address: str) -> list
                 if ended is not None and ended.outcome == "lost":
                     lost.append(ended)
         except Exception as exc:  # noqa: BLE001 - the cluster unreachable: the run is not judged now
+            _synced[run.job_id or ""] = now + RETRY_NODE_RUN_S  # nor asked again at once: local work goes on
             print(f"eagle-console: cannot read run {run.id}'s Ray job {run.job_id}: {exc}", file=sys.stderr)
     return lost
 

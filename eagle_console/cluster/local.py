@@ -53,6 +53,14 @@ def auth_env(token_path: Path) -> dict[str, str]:
     return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token_path)}
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where a node's `ray start` runs when not simply here: on another host (tests/netnskit.py: network,
+    PID and mount namespaces), reached at `ip`. `prefix` is the argv that runs a command on that host."""
+    ip: str
+    prefix: tuple[str, ...] = ()
+
+
 @dataclass
 class RayNode:
     name: str
@@ -77,6 +85,7 @@ class LocalCluster:
     dashboard: str
     env: dict[str, str]  # the environment of every `ray start` (a node adds its EAGLE_CONSOLE_SIM)
     nodes: dict[str, RayNode] = field(default_factory=dict)
+    placement: dict[str, Placement] = field(default_factory=dict)  # node name -> its host, when not here
     _stopped: bool = False
 
     @property
@@ -87,7 +96,8 @@ class LocalCluster:
         ray = str(Path(sys.executable).parent / "ray")
         # a small object store: nothing large travels here, and a container's 64 MiB /dev/shm (Docker's
         # default) then only makes Ray fall back to /tmp with a warning instead of sizing it from RAM
-        argv = [ray, "start", "--block", "--num-cpus=1", "--node-ip-address=127.0.0.1",
+        place = self.placement.get(name, Placement("127.0.0.1"))
+        argv = [*place.prefix, ray, "start", "--block", "--num-cpus=1", f"--node-ip-address={place.ip}",
                 f"--object-store-memory={OBJECT_STORE_BYTES}",
                 f'--resources={{"{node_resource(name)}": 1}}', *(f"{f}={free_port()}" for f in _PORT_FLAGS)]
         if head:
@@ -121,14 +131,20 @@ class LocalCluster:
         self.start_node(name, old.sim, head=False)
         self.wait_alive({name})
 
-    def wait_alive(self, names: set[str], timeout: float = 60.0) -> None:
-        from eagle_console.cluster.connect import cluster_nodes
+    def on_head(self, argv: list[str]) -> list[str]:
+        """`argv` run where the head is (its host's namespaces when placed)."""
+        head = next(iter(self.nodes.values())).name if self.nodes else ""
+        return [*self.placement.get(head, Placement("127.0.0.1")).prefix, *argv]
 
-        deadline = time.monotonic() + timeout
-        while {n.name for n in cluster_nodes(self.address) if n.alive} < names:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"nodes {sorted(names)} not alive after {timeout:g}s")
-            time.sleep(0.2)
+    def wait_alive(self, names: set[str], timeout: float = 60.0) -> None:
+        if self.placement:  # this process may not reach the head's host: asked from there
+            done = subprocess.run(self.on_head([sys.executable, "-m", "eagle_console.cluster.local", "--wait-alive",
+                                                self.address, *sorted(names), f"--timeout={timeout}"]),
+                                  capture_output=True, text=True, env=self.env)
+            if done.returncode != 0:
+                raise RuntimeError(done.stderr.strip()[-2000:] or f"nodes {sorted(names)} not alive")
+            return
+        wait_alive(self.address, names, timeout)
 
     def pids(self) -> list[int]:
         """Every live process this cluster started: the `ray start`s, their descendants, and whatever runs
@@ -181,6 +197,21 @@ class LocalCluster:
         self.stop()
 
 
+def wait_alive(address: str, names: set[str], timeout: float = 60.0) -> None:
+    from eagle_console.cluster.connect import ClusterError, cluster_nodes
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if {n.name for n in cluster_nodes(address) if n.alive} >= names:
+                return
+        except ClusterError:
+            pass  # the head still starting
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"nodes {sorted(names)} not alive after {timeout:g}s")
+        time.sleep(0.2)
+
+
 def private_ray_temp() -> Path:
     """Ray's temp dir for a local cluster, inside a new folder of ours alone (0700).
 
@@ -199,8 +230,10 @@ def private_ray_temp() -> Path:
 
 
 def start_local_cluster(root: str | os.PathLike[str], nodes: Mapping[str, str | os.PathLike[str] | None],
-                        extra_env: Mapping[str, str] | None = None) -> LocalCluster:
+                        extra_env: Mapping[str, str] | None = None, *,
+                        placement: Mapping[str, Placement] | None = None) -> LocalCluster:
     """Start a head for the first of `nodes` (name → its sim dir, None: NVML) and a raylet per other one.
+    `placement`: a node's `ray start` on another host, at its IP (tests/netnskit.py); default here, 127.0.0.1.
 
     This process becomes a client of it (RAY_AUTH_MODE / RAY_AUTH_TOKEN_PATH set in os.environ, so what it
     starts inherits them). Stopped again on an exception or Ctrl+C during the start, and at exit."""
@@ -220,7 +253,10 @@ def start_local_cluster(root: str | os.PathLike[str], nodes: Mapping[str, str | 
     env.update(RAY_USAGE_STATS_ENABLED="0", **auth_env(token_path), **HEALTH_CHECK, **NO_METRICS_EXPORT,
                **(extra_env or {}))
     temp = private_ray_temp()
-    cluster = LocalCluster(root, temp, f"127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}", env)
+    places = dict(placement or {})
+    head_ip = places.get(next(iter(nodes)), Placement("127.0.0.1")).ip
+    cluster = LocalCluster(root, temp, f"{head_ip}:{free_port()}", f"http://127.0.0.1:{free_port()}", env,
+                           placement=places)
     os.environ.pop("RAY_AUTH_TOKEN", None)
     os.environ.update(auth_env(token_path))  # this process is a client of it too
     try:
@@ -232,3 +268,24 @@ def start_local_cluster(root: str | os.PathLike[str], nodes: Mapping[str, str | 
         raise
     atexit.register(cluster.stop)
     return cluster
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m eagle_console.cluster.local --wait-alive ADDRESS NAME...`: run on a placed head's host."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="eagle_console.cluster.local")
+    ap.add_argument("--wait-alive", required=True, metavar="ADDRESS")
+    ap.add_argument("names", nargs="+")
+    ap.add_argument("--timeout", type=float, default=60.0)
+    args = ap.parse_args(argv)
+    try:
+        wait_alive(args.wait_alive, set(args.names), args.timeout)
+    except RuntimeError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -40,11 +40,7 @@ class RayRunner:
     # -- questions about a node, answered by its agent ------------------------------------------------------
 
     def _ask(self, node: str, method: str, *args: Any) -> Any:
-        import ray
-        from ray.exceptions import GetTimeoutError, RayError
-
-        from eagle_console.cluster.agent import agent
-        from eagle_console.cluster.connect import ClusterError, unknown_nodes
+        from eagle_console.cluster.connect import ClusterError, RemoteError, ask_agent, unknown_nodes
 
         try:
             if node not in self._known:
@@ -52,11 +48,12 @@ class RayRunner:
                     raise NodeError(f"node {node!r}: no live raylet of the cluster at {self.cluster} has the "
                                     f"resource eagle-node:{node}")
                 self._known.add(node)
-            return ray.get(getattr(agent(node), method).remote(*args), timeout=AGENT_ANSWER_S)
+            return ask_agent(self.cluster, node, method, *args, timeout=AGENT_ANSWER_S)
+        except RemoteError as exc:
+            raise NodeError(f"node {node!r}: its agent did not answer {method} ({exc.kinds[0] if exc.kinds else ''}: "
+                            f"{exc})") from None
         except ClusterError as exc:
             raise NodeError(str(exc)) from None
-        except (GetTimeoutError, RayError) as exc:
-            raise NodeError(f"node {node!r}: its agent did not answer {method} ({type(exc).__name__}: {exc})") from None
 
     def address(self, node: str) -> str:
         return str(self._ask(node, "address"))
@@ -125,7 +122,7 @@ class RayRunner:
         return proc_event(events)
 
     def poll(self, proc: RankProcess) -> int | None:
-        from ray.job_submission import JobStatus
+        from eagle_console.cluster.jobs import JobStatus
 
         job_id = proc.ref["job_id"]
         if job_id in self._ended:

@@ -79,45 +79,42 @@ def tracked_on(journal: Journal | None, node: str) -> list:
     """What `node`'s agent classifies by: the runs on it, and the sessions of the multi-node ranks on it
     (ops.rank_sessions: a rank's session is its own, not its step's run's). The agent judges there whether
     each leader still runs."""
+    from dataclasses import asdict
+
     from eagle_console.ops.rank_sessions import rank_sessions
 
-    return node_runs(journal, node) + [s.run for s in rank_sessions(journal) if s.on_ray and s.node == node]
+    runs = node_runs(journal, node) + [s.run for s in rank_sessions(journal) if s.on_ray and s.node == node]
+    return [asdict(r) for r in runs]  # plain data: it travels as JSON to the driver process
 
 
 def read_nodes(address: str, journal: Journal | None = None,
                timeout: float = READ_TIMEOUT_S) -> list[dict[str, Any]]:
-    """One entry per node: name, address, reachable, reading_age_s, gpus, holders, error."""
-    import ray
+    """One entry per node: name, address, reachable, reading_age_s, gpus, holders, error. Raises
+    ClusterError (HeadUnreachable: "head unreachable since HH:MM:SS") when the head does not answer."""
+    from eagle_console.cluster.connect import ask_agents, cluster_nodes
 
-    from eagle_console.cluster.agent import agent
-    from eagle_console.cluster.connect import cluster_nodes
-
-    nodes = cluster_nodes(address)
+    nodes = cluster_nodes(address, timeout=timeout)
     errors: dict[str, str] = {}
     for name, known in _known.items():  # the GCS drops a dead node from its table seconds later (Ray 2.60)
         if name not in {n.name for n in nodes}:
             nodes.append(known._replace(alive=False))
             errors[name] = "gone from the cluster's node table (its raylet died or left)"
     _known.update({n.name: n for n in nodes})
-    pending: dict[Any, str] = {}
+    calls = {}
     for n in nodes:
         if not n.alive:
             errors.setdefault(n.name, "the node is dead (the cluster's health check)")
             continue
-        try:
-            pending[agent(n.name).read.remote(tracked_on(journal, n.name))] = n.name
-        except Exception as exc:  # noqa: BLE001 - one node's failure is that node's entry
-            errors[n.name] = f"{type(exc).__name__}: {exc}"
-    ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=timeout) if pending else ([], [])
-    for ref in ready:
-        try:
-            _last[pending[ref]] = ray.get(ref, timeout=0)
-        except Exception as exc:  # noqa: BLE001 - ActorDiedError, a worker crash: the node is unreachable
-            errors[pending[ref]] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-    for ref, name in pending.items():
-        if ref not in ready:
-            errors[name] = f"no answer within {timeout:g}s"
-            ray.cancel(ref, force=False)
+        calls[n.name] = ("read", [tracked_on(journal, n.name)])
+    answers = ask_agents(address, calls, timeout) if calls else {}
+    for name in calls:
+        answer = answers.get(name) or {"error": f"no answer within {timeout:g}s"}
+        if "ok" in answer:
+            _last[name] = answer["ok"]
+        else:  # ActorDiedError, a worker crash, no answer in time: the node is unreachable
+            kind = (answer.get("kinds") or [""])[0]
+            text = _last_line(Exception(answer["error"])) if kind != "GetTimeoutError" else answer["error"]
+            errors[name] = f"{kind}: {text}" if kind and kind != "GetTimeoutError" else text
     now = time.time()
     out = []
     for n in nodes:
@@ -140,24 +137,30 @@ def kill_on_nodes(address: str, *, scope: str, match: list[str], grace: float, j
     """Kill on every reachable node (or only `pids[node]`), each by its agent; one KillRecord per node in
     the journal (its data names the node). `skip`: the node that is this machine (this_machine), killed by
     the local scan with the face's own protections (its agent knows only the runs journaled for its node)."""
-    import ray
+    from concurrent.futures import ThreadPoolExecutor
 
-    from eagle_console.cluster.agent import agent
-    from eagle_console.cluster.connect import cluster_nodes
+    from eagle_console.cluster.connect import ClusterError, RemoteError, ask_agent, cluster_nodes
     from eagle_console.journal.operator import current_operator
     from eagle_console.ops.orphans import KILL_EVENT, KillRecord
 
-    refs = {}
-    for n in cluster_nodes(address):
-        if n.alive and n.name != skip and (pids is None or n.name in pids):
-            refs[n.name] = agent(n.name).kill.remote(scope, match, grace, tracked_on(journal, n.name),
-                                                     None if pids is None else pids[n.name], include_tracked)
+    targets = [n.name for n in cluster_nodes(address)
+               if n.alive and n.name != skip and (pids is None or n.name in pids)]
     out: dict[str, dict[str, Any]] = {}
-    for name, ref in refs.items():
+
+    def kill_on(name: str) -> Any:
+        return ask_agent(address, name, "kill", scope, match, grace, tracked_on(journal, name),
+                         None if pids is None else pids[name], include_tracked, timeout=grace + 60.0)
+
+    with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:  # every node's kill at once
+        asked = {name: pool.submit(kill_on, name) for name in targets}
+    for name, future in asked.items():
         try:
-            data = ray.get(ref, timeout=grace + 60.0)
-        except Exception as exc:  # noqa: BLE001 - that node's kill failed: say so, go on with the others
+            data: Any = future.result()
+        except RemoteError as exc:  # that node's kill failed: say so, go on with the others
             out[name] = {"error": _last_line(exc)}
+            continue
+        except ClusterError as exc:  # the head went: the node could not be asked
+            out[name] = {"error": str(exc)}
             continue
         record = KillRecord(who=who or current_operator(), scope=scope, face=face or data["face"], step_id=None,
                             run_id=None, killed=data["killed"], survivors=data["survivors"], gone=data["gone"],

@@ -74,6 +74,7 @@ class NodeSections(QuietStatic):
         super().__init__("reading the cluster's nodes…", **kwargs)
         self.ctx = ctx
         self.entries: list[dict[str, Any]] | None = None
+        self.failure: str | None = None  # why the last read failed, until one succeeds
         self.poller = Poller(self, refresh_s, self._read, self._show, self._failed, name="nodes-poll")
 
     def on_mount(self) -> None:
@@ -92,14 +93,30 @@ class NodeSections(QuietStatic):
 
     def _show(self, entries: list[dict[str, Any]]) -> None:
         self.entries = entries
+        self.failure = None
         self.draw()
 
     def draw(self) -> None:
-        if self.entries is not None:
+        if self.failure is not None:  # a redraw (a resize, the width) keeps saying it, never "live" again
+            self._draw_failure(self.failure)
+        elif self.entries is not None:
             self.update(sections_text(self.entries, self.size.width or None, self.ctx.this_node(self.entries)))
 
     def on_resize(self) -> None:
         self.draw()
 
     def _failed(self, exc: BaseException) -> None:
-        self.update(Text(f"cluster: cannot read the nodes: {exc}", style=tstyle("ec.error")))
+        self.failure = str(exc)
+        self._draw_failure(self.failure)
+
+    def _draw_failure(self, why: str) -> None:
+        """The head unreachable (cluster/link.py says since when): said first, the last readings kept below,
+        each node UNREACHABLE with its age, never a blank pane or "0 GPUs"."""
+        head = Text(f"cluster: {why}" if "head unreachable" in why else f"cluster: cannot read the nodes: {why}",
+                    style=tstyle("ec.error.bold"), no_wrap=True, overflow="ellipsis")
+        if not self.entries:
+            self.update(head)
+            return
+        kept = [{**e, "reachable": False, "error": "its head is unreachable"} for e in self.entries]
+        here = self.ctx.this_node(self.entries)
+        self.update(head + Text("\n") + sections_text(kept, self.size.width or None, here))

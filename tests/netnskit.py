@@ -1,0 +1,202 @@
+"""Two hosts on one machine, for the cluster's faults (tests/test_cluster_faults.py, benchmarks/cluster_connect.py).
+
+A host is a network namespace (`ip netns add`) joined to the other by a veth pair (10.77.0.1/24 and
+10.77.0.2/24), with its own PID namespace and its own /tmp (a tmpfs): `unshare --pid --fork --mount-proc
+--mount` run by `ip netns exec`. Its PID 1 is a small reaper; anything else runs on the host through
+`nsenter` into that reaper's namespaces (`Host.argv`), so the head, the console and the CLI on host A share
+A's /tmp (Ray's sockets live there) and see A's processes only. Killing the reaper ends the host: the kernel
+kills every process of a PID namespace whose init dies.
+
+The cluster is the product's (`start_local_cluster`), each node's `ray start` placed on its host
+(`cluster.local.Placement`): head "a" on A, raylet "b" on B, token auth on, a simulated 8-GPU node each.
+Files every host must see (the plan, the journal, the token, the sims) live under /var/tmp, not /tmp.
+
+Faults: `kill_gcs` (the head's GCS, kill -9), `link(False)` / `link(True)` (the veth down and up again),
+`kill_raylet` / `cluster.restart("b")`. Root and `ip netns` are needed: `skip_reason()` says why not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+SUBNET = "10.77.0"
+GPUS = 8
+# PID 1 of a host: reaps whatever is reparented to it (Ray's workers, a step's orphans), ends on SIGTERM.
+REAPER = ("import os, signal, sys, time\n"
+          "signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))\n"
+          "while True:\n"
+          "    try:\n        os.wait()\n"
+          "    except ChildProcessError:\n        time.sleep(0.5)\n")
+
+
+def skip_reason() -> str | None:
+    """Why the two hosts cannot be made here, or None."""
+    if os.geteuid() != 0:
+        return "needs root (ip netns, unshare, mount)"
+    for tool in ("ip", "unshare", "nsenter"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed"
+    probe = f"ecprobe-{uuid.uuid4().hex[:6]}"
+    made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
+    if made.returncode != 0:
+        return f"ip netns add failed: {made.stderr.strip()}"
+    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+    return None
+
+
+@dataclass
+class Host:
+    name: str  # "a", "b"
+    netns: str
+    ip: str
+    veth: str  # this host's end of the pair
+    reaper: subprocess.Popen
+
+    @property
+    def init_pid(self) -> int:
+        """The host's PID 1, as this machine's root namespace numbers it."""
+        for child in psutil.Process(self.reaper.pid).children(recursive=True):
+            return child.pid
+        raise LookupError(f"host {self.name}: its init is gone")
+
+    def argv(self, argv: list[str] | tuple[str, ...], cwd: str | None = None) -> list[str]:
+        """`argv` run on this host: its network, PIDs and /tmp."""
+        return ["nsenter", "-t", str(self.init_pid), "-p", "-m", "-n", f"--wd={cwd or os.getcwd()}", *argv]
+
+    def run(self, argv: list[str], timeout: float = 120, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        """Run on this host; past `timeout` the whole process group is killed (nsenter's child keeps it) and
+        subprocess.TimeoutExpired raised, with what it wrote until then."""
+        cmd = self.argv(argv)
+        with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                              text=True, env={**os.environ, **(env or {})}, start_new_session=True) as proc:
+            try:
+                out, err = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                out, err = proc.communicate()
+                raise subprocess.TimeoutExpired(cmd, timeout, out, err) from None
+        return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+    def link(self, up: bool) -> None:
+        """This host's end of the veth down (nothing passes either way) or up again."""
+        subprocess.run(["ip", "-n", self.netns, "link", "set", self.veth, "up" if up else "down"], check=True)
+
+
+@dataclass
+class TwoHosts:
+    root: Path  # seen by both hosts (not /tmp): plans, journals, token, sims
+    a: Host
+    b: Host
+
+    def cli(self, *argv: object, host: str = "a", timeout: float = 120,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        """`eagle-console ARGV` on a host."""
+        h = self.a if host == "a" else self.b
+        return h.run([sys.executable, "-m", "eagle_console", *map(str, argv)], timeout=timeout, env=env)
+
+    def close(self) -> None:
+        for h in (self.a, self.b):
+            with contextlib.suppress(ProcessLookupError, LookupError, psutil.Error):
+                os.kill(h.init_pid, signal.SIGKILL)  # every process of the host with it
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                h.reaper.wait(10)
+            subprocess.run(["ip", "netns", "del", h.netns], capture_output=True)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def make_hosts() -> TwoHosts:
+    tag = uuid.uuid4().hex[:6]
+    root = Path(tempfile.mkdtemp(prefix="ecnet-", dir="/var/tmp"))
+    hosts: dict[str, Host] = {}
+    try:
+        va, vb = f"eca{tag}", f"ecb{tag}"
+        for n, (name, veth) in enumerate((("a", va), ("b", vb)), start=1):
+            ns = f"ec{name}-{tag}"
+            subprocess.run(["ip", "netns", "add", ns], check=True)
+            # a host's /tmp is its own; `exec` keeps the reaper PID 1 of the new PID namespace
+            reaper = subprocess.Popen(
+                ["ip", "netns", "exec", ns, "unshare", "--pid", "--fork", "--mount-proc", "--mount",
+                 "--propagation", "private", "sh", "-c",
+                 f'mount -t tmpfs -o size=256m,mode=1777 tmpfs /tmp && exec "{sys.executable}" -c "$0"', REAPER],
+                stdin=subprocess.DEVNULL, start_new_session=True)
+            hosts[name] = Host(name, ns, f"{SUBNET}.{n}", veth, reaper)
+        subprocess.run(["ip", "link", "add", va, "type", "veth", "peer", "name", vb], check=True)
+        for h in hosts.values():
+            subprocess.run(["ip", "link", "set", h.veth, "netns", h.netns], check=True)
+            subprocess.run(["ip", "-n", h.netns, "addr", "add", f"{h.ip}/24", "dev", h.veth], check=True)
+            subprocess.run(["ip", "-n", h.netns, "link", "set", h.veth, "up"], check=True)
+            subprocess.run(["ip", "-n", h.netns, "link", "set", "lo", "up"], check=True)
+        deadline = time.monotonic() + 10
+        for h in hosts.values():  # the reaper is up once unshare forked it
+            while not psutil.Process(h.reaper.pid).children():
+                if h.reaper.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"host {h.name} did not start (unshare exited {h.reaper.returncode})")
+                time.sleep(0.05)
+    except BaseException:
+        TwoHosts(root, *hosts.values()).close() if len(hosts) == 2 else _undo(hosts, root)
+        raise
+    return TwoHosts(root, hosts["a"], hosts["b"])
+
+
+def _undo(hosts: dict[str, Host], root: Path) -> None:
+    for h in hosts.values():
+        h.reaper.kill()
+        subprocess.run(["ip", "netns", "del", h.netns], capture_output=True)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def start_two_host_cluster(net: TwoHosts, extra_env: dict[str, str] | None = None):
+    """Head "a" on host A, raylet "b" on host B (the product's `start_local_cluster`), 8 sim GPUs each."""
+    from eagle_console.cluster.local import Placement, start_local_cluster
+    from eagle_console.sim import gpustate
+
+    sims = {}
+    for name in ("a", "b"):
+        sims[name] = net.root / f"sim-{name}"
+        gpustate.create_node(sims[name], gpus=GPUS)
+    places = {h.name: Placement(h.ip, tuple(h.argv([]))) for h in (net.a, net.b)}
+    return start_local_cluster(net.root / "ray", sims, extra_env, placement=places)
+
+
+def kill_gcs(cluster) -> int:
+    """kill -9 the head's GCS server; returns its pid."""
+    head = next(iter(cluster.nodes.values()))
+    for p in psutil.Process(head.proc.pid).children(recursive=True):
+        if p.name() == "gcs_server":
+            p.kill()
+            return p.pid
+    raise LookupError("no gcs_server under the head's ray start")
+
+
+def restart_node(cluster, name: str) -> None:
+    """kill -9 node `name`'s `ray start` and everything under it, then start it again (a raylet the GCS
+    declared dead while its link was cut exits, or is refused, when it comes back: Ray 2.60)."""
+    leader = psutil.Process(cluster.nodes[name].proc.pid)
+    for p in [*leader.children(recursive=True), leader]:
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+    cluster.nodes[name].proc.wait(10)
+    cluster.restart(name)
+
+
+@contextlib.contextmanager
+def two_hosts() -> Iterator[TwoHosts]:
+    net = make_hosts()
+    try:
+        yield net
+    finally:
+        net.close()
