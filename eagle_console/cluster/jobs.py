@@ -142,7 +142,7 @@ def _take_events(journal: Journal, run: Run, text: str | None, whole: bool) -> l
     if text is None:
         return []
     lines, events = split_log(text if whole else whole_lines(text))
-    if run.log and not journal.readonly:
+    if run.log:
         try:
             copy_job_log(lines, Path(run.log))
         except OSError:
