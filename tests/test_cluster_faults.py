@@ -78,13 +78,18 @@ def test_a_killed_raylet_leaves_the_run_unknown_then_found_on_b_and_stopped_ther
     run = engine.journal.latest_run("0.1")
     raylet = ray_cluster.nodes["b"].raylet_pid()
     os.kill(raylet, signal.SIGKILL)
-    _never_lost(engine, run.id, action_pid, 6.0)
-    assert running(action_pid)  # the step goes on on b all along
-    # b does not answer: the run is unknown, shown as such, never lost
-    doc = json.loads(cli("status", plan, "--json").stdout)
-    step = doc["phases"][0]["steps"][0]
-    assert step["status"] == "in_progress" and step["run"]["node_unreachable"], step
-    _restart_b(ray_cluster, raylet)
+    try:
+        _never_lost(engine, run.id, action_pid, 6.0)
+        assert running(action_pid)  # the step goes on on b all along
+        # b does not answer: the run is unknown, shown as such, never lost
+        doc = json.loads(cli("status", plan, "--json").stdout)
+        step = doc["phases"][0]["steps"][0]
+        assert step["status"] == "in_progress" and step["run"]["node_unreachable"], step
+    except BaseException:
+        os.kill(action_pid, signal.SIGKILL)  # what the old code left running on b
+        raise
+    finally:
+        _restart_b(ray_cluster, raylet)
     # b answers again: its agent finds the supervisor by what it recorded on b
     _until(lambda: (engine.reconcile(), (n := jobs.node_note(run.job_id)) and n.state == "elsewhere")[1], 60,
            "b's agent to find the run")
