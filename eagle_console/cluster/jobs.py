@@ -133,7 +133,8 @@ def job_info(client: Any, job_id: str) -> Any | None:
 def _forgotten(run: Run, info: Any | None) -> str:
     if info is None:
         return f"its Ray job {run.job_id} is unknown to the cluster (its head restarted?)"
-    return f"its Ray job {run.job_id} ended {info.status} without an exit ({info.message or 'no message'})"
+    said = (info.message or "no message").strip().splitlines()[0]  # Ray's message spans 10 lines (the actor's)
+    return f"its Ray job {run.job_id} ended {info.status} without an exit ({said})"
 
 
 def _take_events(journal: Journal, run: Run, text: str | None, whole: bool) -> list[dict[str, Any]]:
