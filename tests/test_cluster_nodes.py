@@ -97,7 +97,8 @@ def test_gpus_json_has_a_section_per_node(ray_cluster, tmp_path):
 
 
 def test_a_killed_raylet_reads_unreachable_within_5s_with_its_last_reading(ray_cluster, tmp_path):
-    """Its running step becomes `lost`; node b is started again for the tests after this one."""
+    """Its running step is unknown meanwhile, never `lost`; node b is started again for the tests after this
+    one, and the step rolled back (stopped on b by b's agent)."""
     from clusterkit import cli, cluster_plan
 
     from eagle_console.ops.nodes import read_nodes
@@ -118,6 +119,8 @@ def test_a_killed_raylet_reads_unreachable_within_5s_with_its_last_reading(ray_c
         _judge_the_dead_node(ray_cluster, plan, before, killed)
     finally:
         ray_cluster.restart("b")
+        r = cli("rollback", plan, "0.1", "--yes")
+        assert r.returncode == 0, r.stdout + r.stderr
 
 
 def _judge_the_dead_node(ray_cluster, plan, before, killed) -> None:
@@ -134,17 +137,7 @@ def _judge_the_dead_node(ray_cluster, plan, before, killed) -> None:
     assert len(nodes["b"]["gpus"]) == 3  # the last reading, not "0 GPUs"
     assert nodes["b"]["error"] and nodes["b"]["reading_age_s"] is not None
     assert nodes["a"]["reachable"]
-    deadline = time.monotonic() + 60
-    while (state := step_state(plan, "0.1"))[0] == "in_progress":
-        assert time.monotonic() < deadline, state
-        time.sleep(0.5)
-    assert state[0] == "failed"
-    from eagle_console.engine.runner import Engine
-    from eagle_console.journal import Journal
-    from eagle_console.plan.loader import load_plan
-
-    loaded = load_plan(plan)
-    journal = Journal.for_plan(loaded)
-    Engine(loaded, journal).reconcile()  # `status` reconciles in memory only: a writer journals it
-    run = journal.latest_run("0.1")
-    assert run.outcome == "lost" and "b" in run.reason, run
+    # its step goes on on b (its supervisor outlives the raylet): unknown while b does not answer, not lost
+    # (tests/test_cluster_faults.py follows it until b is back)
+    state = step_state(plan, "0.1")
+    assert state[0] == "in_progress" and state[1]["run"]["node_unreachable"], state

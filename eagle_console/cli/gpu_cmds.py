@@ -168,6 +168,12 @@ def cmd_orphans(args: argparse.Namespace) -> int:
     plan = _plan(args)
     # PLAN's journal: its runs are the tracked ones, and the kill is recorded there
     journal = open_journal(plan) if plan is not None else None
+    if plan is not None and plan.cluster is not None and journal is not None:
+        from eagle_console.engine.runner import Engine
+
+        # its node runs' pids come from their jobs' logs: read now, or a run's own action on its node is
+        # `other` there, which a scope-all kill would not spare
+        Engine(plan, journal).reconcile()
     doc: dict[str, Any] = {"holders": [], "gpus": [], "killed": [], "survivors": [], "freed_mib": {},
                            "error": None}
     address = _cluster_address(args, plan)

@@ -77,6 +77,19 @@ class NodeAgent:
 
         drop_spec(path)
 
+    def node_run(self, job_id: str, with_log: bool = False) -> dict[str, Any]:
+        """What its supervisor recorded here of the run of Ray job `job_id`, and whether it still runs
+        (cluster/noderuns.py): the console's word on a run whose job the cluster forgot or failed."""
+        from eagle_console.cluster.noderuns import look
+
+        return look(job_id, with_log)
+
+    def stop_node_run(self, job_id: str, grace: float) -> dict[str, Any]:
+        """Stop that run's supervisor and action here (a rollback of a run whose job the cluster forgot)."""
+        from eagle_console.cluster.noderuns import stop
+
+        return stop(job_id, grace)
+
     def environ(self, keys: list[str]) -> dict[str, str]:
         """These variables of the raylet's environment (what a job started here inherits)."""
         return {k: os.environ[k] for k in keys if k in os.environ}

@@ -9,8 +9,10 @@ API and journals (eagle_console.cluster.jobs). The action's output goes to the s
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,18 +29,30 @@ RAY_MARK = "[ray] "
 # The pids the console may journal for a node's run: the action's, never the supervisor's (a local
 # liveness check of a remote pid would be wrong), and only for `tracked` classification on that node.
 PROC_KEYS = ("pid", "pid_ctime", "pgid", "sid")
+SUPERVISOR_KEYS = ("supervisor_pid", "supervisor_ctime")
 
 
 class JobEvents:
-    """The subset of Journal a supervisor writes, as lines on stdout (the job's log)."""
+    """The subset of Journal a supervisor writes, as lines on stdout (the job's log); its pids, log file and
+    exit also go to its record on this node (cluster/noderuns.py), which outlives the cluster's memory of the job."""
 
     path = None
+
+    def __init__(self) -> None:
+        from eagle_console.cluster.noderuns import NodeRecord, job_id_here
+
+        job_id = job_id_here()
+        self.record = NodeRecord(job_id) if job_id else None
+        if self.record is not None:
+            self.record.update(log=os.path.realpath("/proc/self/fd/1"), started=time.time())
 
     def _emit(self, kind: str, **data: Any) -> None:
         print(EVENT_PREFIX + json.dumps({"kind": kind, **data}, default=str), flush=True)
 
     def record_proc(self, run_id: int, step_id: str, **proc: Any) -> int:
         keep = {k: v for k, v in proc.items() if k in PROC_KEYS}
+        if self.record is not None:  # the supervisor's own pid too: judged on this node only, by its agent
+            self.record.update(**{k: v for k, v in proc.items() if k in (*PROC_KEYS, *SUPERVISOR_KEYS)})
         if keep:
             self._emit("proc", **keep)
         return 0
@@ -55,6 +69,9 @@ class JobEvents:
     def end_run(self, run_id: int, step_id: str, *, exit_code: int | None, outcome: str,
                 reason: str | None = None, step_status: str | None = None) -> bool:
         self._emit("exit", exit_code=exit_code, outcome=outcome, reason=reason, step_status=step_status)
+        if self.record is not None:
+            self.record.update(exit={"exit_code": exit_code, "outcome": outcome, "reason": reason,
+                                     "step_status": step_status})
         return True
 
     def append(self, kind: str, step_id: str | None, run_id: int | None, who: str | None, **data: Any) -> int:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eagle_console.cluster import node_resource
+from eagle_console.cluster.noderuns import STATE_ENV
 from eagle_console.ports import free_port
 
 RAY_START_TIMEOUT_S = 90.0
@@ -110,6 +111,7 @@ class LocalCluster:
         env = {**self.env, **({"EAGLE_CONSOLE_SIM": str(sim)} if sim else {})}
         if head:
             env["DASHBOARD_METRIC_PORT"] = str(free_port())
+        env.setdefault(STATE_ENV, str(self.root / f"node-{name}"))  # each node's own runs' records (noderuns.py)
         if not sim:
             env.pop("EAGLE_CONSOLE_SIM", None)
         with open(log, "wb") as out:

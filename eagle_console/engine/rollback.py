@@ -77,7 +77,8 @@ def _undo_item(engine: Engine, step: Step, force: bool = False) -> UndoItem:
     stop = None
     # A service, or an action still running (an extraction, say), is stopped before it is undone; so is
     # one whose supervisor died (`lost`): its processes may well live on, found by their recorded identity.
-    if run and run.job_id and (not run.finished or run.outcome == "lost"):  # on a cluster node: its job
+    # on a cluster node: its job, or what its supervisor recorded there (a run closed by a mark may still go on)
+    if run and run.job_id and (not run.finished or run.outcome in ("lost", "closed")):
         stop = {"run_id": run.id, "job_id": run.job_id, "node": run.node, "lost": run.finished,
                 "address": plan.cluster.address if plan.cluster else "auto"}
     elif run and run.sid and (not run.finished or run.outcome == "lost"):

@@ -397,10 +397,11 @@ def run_rollback(spec: RollbackSpec) -> int:
         if item.stop:
             persist(partial(journal.append, EventKind.RUN_STOP, item.step_id, item.stop["run_id"], None,
                             by_rollback=spec.rollback_id), "recording the stop")
-            _stop_run(journal, sup, item.step_id, item.stop, spec.grace_s)
-        if item.argv and item.node:  # a node step's undo runs on its node, as a Ray job (cluster/node_undo.py)
+            if (not_stopped := _stop_run(journal, sup, item.step_id, item.stop, spec.grace_s)) is not None:
+                ok, reason = False, not_stopped
+        if item.argv and item.node and ok:  # a node step's undo runs on its node, as a Ray job (cluster/node_undo.py)
             ok, reason = _undo_on_node(sup, spec, item, run_id, recorder)
-        elif item.argv:
+        elif item.argv and ok:
             scanner = LogScanner(log, _log_size(log))
             try:
                 child = sup.start(item.argv, spec.cwd, item.env or spec.env)
@@ -455,15 +456,17 @@ def _undo_on_node(sup: Supervisor, spec: RollbackSpec, item: UndoItem, run_id: i
     return undo.run(spec_data(remote), recorder, lambda: sup.terminate_reason, spec.grace_s)
 
 
-def _stop_run(journal: Journal, sup: Supervisor, step_id: str, stop: dict, grace_s: float) -> None:
+def _stop_run(journal: Journal, sup: Supervisor, step_id: str, stop: dict, grace_s: float) -> str | None:
     """Stop a run before its undo: its whole session (only the processes that are the run's own: the
     recorded leader's start time tells a reused sid apart), then wait for its supervisor, if alive, to
-    record the end, so nothing of the run goes on while the undo runs."""
-    if stop.get("job_id"):  # a run on a cluster node: Ray stops its job there (SIGTERM, then SIGKILL)
+    record the end, so nothing of the run goes on while the undo runs. Returns why it could not be stopped
+    (the undo then fails: never "rolled back" over a run that may still go on), or None."""
+    if stop.get("job_id"):  # a run on a cluster node: Ray stops its job there, or the node's agent does
         from eagle_console.cluster.jobs import stop_job_run
 
-        sup.note(f"{step_id}: {stop_job_run(journal, stop, grace_s)}")
-        return
+        stopped, what = stop_job_run(journal, stop, grace_s)
+        sup.note(f"{step_id}: {what}")
+        return None if stopped else what
     sid = stop.get("sid")
     if sid:
         pids = stop_session(int(sid), stop.get("pgid"), grace_s, leader_ctime=stop.get("pid_ctime"))
@@ -472,9 +475,10 @@ def _stop_run(journal: Journal, sup: Supervisor, step_id: str, stop: dict, grace
     while time.monotonic() < deadline:
         run = journal.run(int(stop["run_id"]))
         if run is None or run.finished or not alive(run.supervisor_pid, run.supervisor_ctime):
-            return
+            return None
         time.sleep(POLL_S)
     sup.note(f"{step_id}: the run's supervisor did not record its end within {grace_s + 10.0:g}s")
+    return None
 
 
 USAGE = "usage: python -m eagle_console.engine.supervise SPEC.json [--detach] | --job-spec PATH"

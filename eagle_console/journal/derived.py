@@ -1,4 +1,5 @@
-"""What a read-only journal learns without writing: runs (and rollbacks) whose supervisor died.
+"""What a read-only journal learns without writing: runs (and rollbacks) whose supervisor died, and the pids
+and readiness a node run's Ray job reported (journaled by the next reader that can write).
 
 A reader that may not write (`--readonly`, `status`, `export`) still must not show a dead run as running:
 the engine's reconcile ends it here, in memory. A journaled end or a newer status always wins over these.
@@ -26,6 +27,13 @@ class Derived:
         # step id → (id of the status event it replaces, status, reason, run id)
         self.statuses: dict[str, tuple[int, str, str | None, int]] = {}
         self.rollback_ends: dict[int, DerivedEnd] = {}
+        self.procs: dict[int, dict[str, Any]] = {}  # run id -> pids (and ready_at) a node run's job reported
+
+    def record_proc(self, run_id: int, proc: dict[str, Any]) -> None:
+        self.procs.setdefault(run_id, {}).update(proc)
+
+    def touched(self) -> set[int]:
+        return set(self.exits) | set(self.procs)
 
     def end_run(self, conn: sqlite3.Connection, run_id: int, step_id: str, *, exit_code: int | None,
                 outcome: str, reason: str | None, step_status: str | None) -> bool:
@@ -54,6 +62,9 @@ class Derived:
         return states
 
     def apply_run(self, run: Any) -> None:
+        for key, value in self.procs.get(run.id, {}).items():
+            if getattr(run, key, None) is None and hasattr(run, key):
+                setattr(run, key, value)
         end = self.exits.get(run.id)
         if end is not None and run.ended is None:
             run.ended, run.exit_code = end.at, end.data["exit_code"]

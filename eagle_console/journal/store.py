@@ -287,10 +287,19 @@ class Journal:
             return run_id
 
     def record_proc(self, run_id: int, step_id: str, held: int | None = None, **proc: Any) -> int:
-        """Supervisor and action process ids (supervisor_pid, supervisor_ctime, pid, pid_ctime, pgid, sid)."""
+        """Supervisor and action process ids (supervisor_pid, supervisor_ctime, pid, pid_ctime, pgid, sid).
+        Read-only: kept in memory (a node run's pids, read from its job's log by `status`)."""
+        if self.readonly:
+            with self._lock:
+                self._derived.record_proc(run_id, proc)
+            return 0
         return self.append_held(EventKind.RUN_PROC, step_id, run_id, held, **proc)
 
     def record_ready(self, run_id: int, step_id: str, held: int | None = None) -> None:
+        if self.readonly:
+            with self._lock:
+                self._derived.record_proc(run_id, {"ready_at": time.time()})
+            return
         with self._tx() as conn:
             if self._held_done(conn, EventKind.RUN_READY, run_id, held):
                 return
@@ -333,7 +342,7 @@ class Journal:
         with self._lock:
             self._fold_runs()
             runs = self._fold.runs if step_id is None else self._fold.by_step.get(step_id, [])
-            for run_id in self._derived.exits:
+            for run_id in self._derived.touched():
                 run = self._fold.index.get(run_id)
                 if run is not None:
                     self._derived.apply_run(run)

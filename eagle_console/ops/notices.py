@@ -21,7 +21,8 @@ def event_notice(plan: Plan, event: Event) -> tuple[str, str] | None:
         if outcome == "completed":
             return f"{sid} completed", "information"
         if outcome == "lost":
-            return f"{sid} lost: {reason or 'its supervisor died'}", "error"
+            # the reason itself starts "lost: " (engine/runner.py, cluster/jobs.py): said once
+            return f"{sid} lost: {(reason or '').removeprefix('lost: ') or 'its supervisor died'}", "error"
         code = data.get("exit_code")
         why = reason or (f"exit {code}" if code is not None else outcome)
         return f"{sid} {outcome}: {why}", "error"

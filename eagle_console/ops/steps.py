@@ -6,6 +6,7 @@ whether a step asks to be confirmed, how a wait ended, whether a mark or a note 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
@@ -186,7 +187,26 @@ def mark_step(journal: Journal, plan: Plan, step_id: str, status: str, note: str
     check_markable(plan, step_id)
     before = journal.statuses().get(step_id, "pending")
     journal.mark(step_id, status, note=note or None)
+    close_forgotten_node_run(journal, plan, step_id, status)
     return Marked(step_id, before, status, note or None)
+
+
+def close_forgotten_node_run(journal: Journal, plan: Plan, step_id: str, status: str) -> Run | None:
+    """A mark closes the step's open node run when the cluster no longer follows it (its job forgotten by a
+    restarted head, or failed with its raylet, or its node unreachable): nothing else ever would. Its end
+    (`closed`) says why and what may still run on the node; a rollback still stops that there."""
+    run = journal.latest_run(step_id)
+    if run is None or run.finished or not run.job_id or plan.cluster is None:
+        return None
+    from eagle_console.engine.runner import Engine
+
+    Engine(plan, journal).reconcile()  # the node's word on the run, in memory (cluster/jobs.NodeNote)
+    run = journal.run(run.id)
+    if run is None or run.finished or (note := node_note(run)) is None:
+        return None  # its job runs and is followed: it ends by itself, or by a rollback
+    journal.end_run(run.id, step_id, exit_code=None, outcome="closed",
+                    reason=f"closed by the operator's mark ({status}): {note.text}")
+    return journal.run(run.id)
 
 
 def mark(journal: Journal, plan: Plan, step_id: str, status: str, note: str | None) -> str:
@@ -247,7 +267,21 @@ def add_process_keys(doc: dict, procs: Mapping[str, RunProcs], runs: Mapping[str
                 continue
             step["run"].update(supervisor_pid=run.supervisor_pid, supervisor_state=p.supervisor_state,
                                action_state=p.action_state, still_running=p.still_running)
+            if run.job_id:  # a node run: what the console knows beyond the journal (docs/cli.md)
+                note = node_note(run)
+                step["run"].update(node=run.node, node_unreachable=note is not None and note.state == "unreachable",
+                                   node_note=note.text if note else None)
     return doc
+
+
+def node_note(run: Run):  # -> cluster.jobs.NodeNote | None
+    """A node run's in-memory note (its node unreachable: the run unknown; or its job forgotten while its
+    supervisor still runs on the node), None for any other run or while unfinished runs need none."""
+    if not run.job_id or run.finished:
+        return None
+    from eagle_console.cluster.jobs import node_note as note_of
+
+    return note_of(run.job_id)
 
 
 def run_state_text(run: Run, procs: RunProcs, hints: Hints = NEUTRAL) -> str:
@@ -260,6 +294,10 @@ def run_state_text(run: Run, procs: RunProcs, hints: Hints = NEUTRAL) -> str:
         pids = ", ".join(map(str, procs.still_running))
         return (f"{end}; its action still runs (pids {pids}, session {run.sid}): stop it with "
                 f"`pkill -TERM -s {run.sid}`, or roll the step back{hints.rollback}")
+    if (note := node_note(run)) is not None:
+        if note.state == "unreachable":
+            return f"{note.text} (since {time.strftime('%H:%M:%S', time.localtime(note.since))})"
+        return f"running on node {run.node}, supervisor pid {note.supervisor_pid}: {note.text}"
     action = {"running": f"the action (pid {run.pid}) runs", "stopped": f"the action (pid {run.pid}) is stopped",
               "exited": f"the action (pid {run.pid}) exited, its end not recorded yet",
               "gone": f"the action (pid {run.pid}) is gone"}.get(procs.action_state or "", "")
