@@ -252,8 +252,9 @@ def start_local_cluster(root: str | os.PathLike[str], nodes: Mapping[str, str | 
     env = own_process_env(os.environ)  # a source checkout: the nodes' workers and jobs import this package
     env.pop("RAY_ADDRESS", None)
     env.pop("RAY_AUTH_TOKEN", None)  # it would win over the token file
-    env.update(RAY_USAGE_STATS_ENABLED="0", **auth_env(token_path), **HEALTH_CHECK, **NO_METRICS_EXPORT,
-               **(extra_env or {}))
+    # one dict, later keys winning: `extra_env` may override the health check (keywords would clash)
+    env.update({"RAY_USAGE_STATS_ENABLED": "0", **auth_env(token_path), **HEALTH_CHECK, **NO_METRICS_EXPORT,
+                **(extra_env or {})})
     temp = private_ray_temp()
     places = dict(placement or {})
     head_ip = places.get(next(iter(nodes)), Placement("127.0.0.1")).ip
