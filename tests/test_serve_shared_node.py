@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -194,7 +195,7 @@ def test_an_origin_on_another_loopback_port_is_refused(plan: Path) -> None:
         assert httpx.get(f"{base}/", headers={**bearer, "Origin": base}).status_code == 200
 
 
-async def open_consoles(port: int, count: int) -> tuple[list, object]:
+async def open_consoles(port: int, count: int, close: bool = True) -> tuple[list, object]:
     """COUNT websockets, each with its console's first output; then what the next handshake got."""
     import aiohttp
 
@@ -207,6 +208,8 @@ async def open_consoles(port: int, count: int) -> tuple[list, object]:
     for ws in sockets:  # a console process is up behind each: its first screen bytes arrive
         msg = await asyncio.wait_for(ws.receive(), 300)
         assert msg.type in (aiohttp.WSMsgType.BINARY, aiohttp.WSMsgType.TEXT), msg
+    if not close:  # the consoles stay, their connections open: the caller's
+        return [session], sockets
     try:
         extra = await session.ws_connect(f"{base}/ws?width=80&height=24", headers=headers)
         await extra.close()
@@ -241,3 +244,32 @@ def test_consoles_beyond_the_default_limit_are_refused(plan: Path) -> None:
             time.sleep(0.2)
             status = httpx.get(f"http://127.0.0.1:{port}/", headers={"Authorization": f"Bearer {TOKEN}"}).status_code
         assert status == 200
+
+
+@pytest.mark.parametrize("how", ["SIGTERM to the server", "Ctrl+C in its terminal"])
+def test_consoles_stop_with_the_server(plan: Path, how: str) -> None:
+    """The server stopped, its tabs still open, ends its consoles too: SIGTERM to the server alone (a service
+    manager), or Ctrl+C in its terminal (SIGINT to the whole foreground group, consoles included). Before, a
+    console whose server went first never exited (stdin at EOF, its exit blocked on a dead pipe): the twelve
+    of test_a_13th_console_is_refused were found running an hour later."""
+    import psutil
+
+    port = free_port()
+
+    async def scenario(server: subprocess.Popen) -> list:
+        (session,), sockets = await open_consoles(port, 2, close=False)
+        consoles = [p for p in psutil.Process(server.pid).children(recursive=True) if "tui" in p.cmdline()]
+        assert len(consoles) == 2, consoles
+        if how.startswith("SIGTERM"):
+            os.kill(server.pid, signal.SIGTERM)  # the server only, not its process group; the tabs stay open
+        else:
+            os.killpg(server.pid, signal.SIGINT)
+        await asyncio.get_running_loop().run_in_executor(None, lambda: server.wait(60))
+        _gone, alive = psutil.wait_procs(consoles, timeout=30)
+        for p in alive:  # leave nothing behind, whatever the verdict
+            p.kill()
+        await session.close()
+        return [p.pid for p in alive]
+
+    with served([str(plan)], port) as proc:
+        assert asyncio.run(scenario(proc)) == []
