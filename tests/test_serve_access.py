@@ -133,7 +133,7 @@ def test_each_tab_runs_the_tui_with_the_same_options(tmp_path: Path) -> None:
     gpustate.create_node(tmp_path / "sim", gpus=1)  # a --sim that is no simulated node is refused (exit 2)
     args = argparse.Namespace(readonly=True, sim=str(tmp_path / "sim"), state_dir=str(tmp_path / "st"))
     argv = shlex.split(console_command(args, tmp_path / "my plan.toml"))
-    assert argv == [sys.executable, "-m", "eagle_console", "tui", str(tmp_path / "my plan.toml"), "--readonly",
+    assert argv == ["exec", sys.executable, "-m", "eagle_console", "tui", str(tmp_path / "my plan.toml"), "--readonly",
                     "--sim", str(tmp_path / "sim"), "--state-dir", str(tmp_path / "st")]
     plain = argparse.Namespace(readonly=False, sim=None, state_dir=None)
     assert "--readonly" not in console_command(plain, tmp_path / "p.toml")

@@ -46,7 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def console_command(args: argparse.Namespace, plan: Path) -> str:
-    """The shell command textual-serve runs per tab: this interpreter, so the same install serves."""
+    """The shell command textual-serve runs per tab: this interpreter, so the same install serves. `exec`: the
+    console is the process textual-serve started, not a shell's child, so whatever stops that process (its
+    transport closed, our shutdown) stops the console; a console under a shell that was killed ran on."""
     argv = [sys.executable, "-m", "eagle_console", "tui", str(plan)]
     if args.readonly:
         argv.append("--readonly")
@@ -55,7 +57,7 @@ def console_command(args: argparse.Namespace, plan: Path) -> str:
         argv += ["--sim", str(sim)]
     if args.state_dir:
         argv += ["--state-dir", str(Path(args.state_dir).resolve())]
-    return shlex.join(argv)
+    return "exec " + shlex.join(argv)
 
 
 def given_token(args: argparse.Namespace) -> str | None:
