@@ -53,6 +53,10 @@ environment:
   EAGLE_CONSOLE_NODES        JSON file of the nodes a multi-node sglang.server runs on this machine
   EAGLE_CONSOLE_NODE_RUNNER  module:factory of the runner that reaches other nodes (the cluster extra)
   EAGLE_CONSOLE_TOKEN        serve: the token a browser must give (never --token: ps shows argv)
+  EAGLE_CONSOLE_RAY_CONNECT_S  cluster: seconds to reach the Ray head (default 20)
+  EAGLE_CONSOLE_RAY_CALL_S   cluster: seconds a question to the cluster may take (default 10)
+  EAGLE_CONSOLE_RAY_RETRY_S  cluster: seconds before an unreachable head is asked again (default 5)
+  EAGLE_CONSOLE_NODE_STATE   cluster node: where node runs' records are kept (~/.local/state/...)
   NO_COLOR                   set and not empty: no colour unless --color always
 
 Completion: eagle-console completion bash|zsh. Every --json document carries "schema": 1.

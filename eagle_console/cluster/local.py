@@ -88,6 +88,10 @@ class LocalCluster:
     nodes: dict[str, RayNode] = field(default_factory=dict)
     placement: dict[str, Placement] = field(default_factory=dict)  # node name -> its host, when not here
     _stopped: bool = False
+    # what this process's own Ray auth variables were before it became this cluster's client: put back on
+    # stop, so a second cluster started and stopped in the same process (tests) does not leave its removed
+    # token file named for the first one's clients
+    _env_before: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def token_path(self) -> Path:
@@ -191,6 +195,13 @@ class LocalCluster:
         for node in self.nodes.values():
             node.proc.poll()
         shutil.rmtree(self.temp.parent, ignore_errors=True)  # the private folder around Ray's temp dir
+        ours = auth_env(self.token_path)
+        for key, before in self._env_before.items():
+            if os.environ.get(key) == ours.get(key):  # not changed since by another cluster
+                if before is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = before
 
     def __enter__(self) -> LocalCluster:
         return self
@@ -260,6 +271,7 @@ def start_local_cluster(root: str | os.PathLike[str], nodes: Mapping[str, str | 
     head_ip = places.get(next(iter(nodes)), Placement("127.0.0.1")).ip
     cluster = LocalCluster(root, temp, f"{head_ip}:{free_port()}", f"http://127.0.0.1:{free_port()}", env,
                            placement=places)
+    cluster._env_before = {k: os.environ.get(k) for k in auth_env(token_path)}
     os.environ.pop("RAY_AUTH_TOKEN", None)
     os.environ.update(auth_env(token_path))  # this process is a client of it too
     try:
