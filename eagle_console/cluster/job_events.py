@@ -39,12 +39,13 @@ class JobEvents:
     path = None
 
     def __init__(self) -> None:
-        from eagle_console.cluster.noderuns import NodeRecord, job_id_here
+        from eagle_console.cluster.noderuns import NodeRecord, job_id_here, prune
 
         job_id = job_id_here()
         self.record = NodeRecord(job_id) if job_id else None
         if self.record is not None:
             self.record.update(log=os.path.realpath("/proc/self/fd/1"), started=time.time())
+            prune()  # the records of runs ended long ago on this node
 
     def _emit(self, kind: str, **data: Any) -> None:
         print(EVENT_PREFIX + json.dumps({"kind": kind, **data}, default=str), flush=True)

@@ -27,6 +27,10 @@ STATE_ENV = "EAGLE_CONSOLE_NODE_STATE"  # where a node keeps its runs' records (
 JOB_CONFIG_ENV = "RAY_JOB_CONFIG_JSON_ENV_VAR"
 _JOB_ID = re.compile(r"[A-Za-z0-9_.-]{1,200}")
 LOG_LIMIT = 32 * 1024 * 1024  # a job log larger than this is returned from its end (the events are near it)
+# A record is the only word on a run whose job the cluster forgot, so an ended run's is kept long (a console
+# may come back after weeks); one whose supervisor or action still runs is kept however old.
+KEEP_S = 30 * 86400
+TMP_KEEP_S = 3600  # a half-written record (its writer died between write and rename)
 
 
 def state_dir() -> Path:
@@ -66,6 +70,37 @@ class NodeRecord:
             tmp.replace(self.path)
         except OSError:
             pass  # the job's log still carries every event: the record only helps when the cluster forgot it
+
+
+def prune(now: float | None = None) -> list[str]:
+    """Remove the records of runs that ended (supervisor and action gone) and were last written over
+    KEEP_S ago, and leftover half-written ones. Called by each new node run's supervisor: the records of a
+    node that runs steps for months stay bounded. Returns the names removed."""
+    now = time.time() if now is None else now
+    removed: list[str] = []
+    try:
+        entries = list(os.scandir(state_dir()))
+    except OSError:
+        return removed
+    for entry in entries:
+        try:
+            age = now - entry.stat(follow_symlinks=False).st_mtime
+        except OSError:
+            continue
+        if entry.name.endswith(".tmp"):
+            stale = age > TMP_KEEP_S
+        elif entry.name.endswith(".json") and age > KEEP_S:
+            seen = look(entry.name[: -len(".json")]) if _JOB_ID.fullmatch(entry.name[:-5]) else {"found": False}
+            stale = seen.get("supervisor_state") not in ("running", "stopped") and not seen.get("action_pids")
+        else:
+            stale = False
+        if stale:
+            try:
+                os.unlink(entry.path)
+                removed.append(entry.name)
+            except OSError:
+                pass
+    return removed
 
 
 def read_record(job_id: str) -> dict[str, Any] | None:
