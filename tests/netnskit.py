@@ -12,7 +12,8 @@ The cluster is the product's (`start_local_cluster`), each node's `ray start` pl
 Files every host must see (the plan, the journal, the token, the sims) live under /var/tmp, not /tmp.
 
 Faults: `kill_gcs` (the head's GCS, kill -9), `link(False)` / `link(True)` (the veth down and up again),
-`kill_raylet` / `cluster.restart("b")`. Root and `ip netns` are needed: `skip_reason()` says why not.
+`kill_node` (a node's Ray processes, its steps spared) and `cluster.restart(name)` (the head too),
+`restart_node`. Root and `ip netns` are needed: `skip_reason()` says why not.
 """
 
 from __future__ import annotations
@@ -180,6 +181,18 @@ def kill_gcs(cluster) -> int:
             p.kill()
             return p.pid
     raise LookupError("no gcs_server under the head's ray start")
+
+
+def kill_node(cluster, name: str) -> None:
+    """kill -9 node `name`'s `ray start` and every Ray process under it (its GCS and dashboard too, for the
+    head). A step's supervisor and action under it are spared: they run in a session of their own (Ray 2.60
+    `_exec_entrypoint`) and outlive the raylet on a real node too."""
+    leader = psutil.Process(cluster.nodes[name].proc.pid)
+    for p in [*leader.children(recursive=True), leader]:
+        with contextlib.suppress(psutil.Error):
+            if "eagle_console" not in " ".join(p.cmdline()) and p.name() not in ("sleep", "sh"):
+                p.kill()
+    cluster.nodes[name].proc.wait(10)
 
 
 def restart_node(cluster, name: str) -> None:

@@ -100,6 +100,7 @@ def _report(engine, run_id: int, wait: bool, quiet: bool = False) -> int:
         return 0
     t0 = time.monotonic()
     output = None if quiet else _OutputStream()
+    unknown: list[str] = []  # what was said of a node run nobody can ask now, so it is said once
 
     def tick(r) -> None:
         if output is not None:
@@ -107,9 +108,19 @@ def _report(engine, run_id: int, wait: bool, quiet: bool = False) -> int:
         elif sys.stderr.isatty():
             sys.stderr.write(f"\r{r.step_id}: running {time.monotonic() - t0:5.0f}s ")
             sys.stderr.flush()
+        said = steps.unknown_text(r)
+        if said and not unknown:
+            print(f"{r.step_id}: {said}; still waiting (Ctrl+C stops waiting, not the step)", flush=True)
+        elif unknown and not said and not r.finished:
+            print(f"{r.step_id}: node {r.node} answers again", flush=True)
+        unknown[:] = [said] if said else []
 
     try:
         outcome = steps.wait_run(engine, run_id, on_tick=tick)
+    except KeyboardInterrupt:
+        print(f"\nstopped waiting; {engine.journal.run_label(run_id)} goes on (status, log -f, rollback)",
+              file=sys.stderr)
+        return 130
     finally:
         if output is not None:
             output.pump(engine.journal.run(run_id).log)  # what was written before the end

@@ -299,8 +299,16 @@ def reconcile_node_runs(journal: Journal, runs: list[Run], address: str) -> list
                     lost.append(ended)
         except Exception as exc:  # noqa: BLE001 - the cluster unreachable: the run is not judged now
             _synced[run.job_id or ""] = now + RETRY_NODE_RUN_S  # nor asked again at once: local work goes on
-            print(f"eagle-console: cannot read run {run.id}'s Ray job {run.job_id}: {exc}", file=sys.stderr)
+            # unknown, said where the run is shown (status, the console, `run --wait`): once, not a line a retry
+            _note(run, "unreachable", f"unknown: {_why_unread(address, run, exc)}")
     return lost
+
+
+def _why_unread(address: str, run: Run, exc: Exception) -> str:
+    """Why a node run's job could not be read: the head down (its GCS port), else the error itself."""
+    from eagle_console.cluster.link import check_head
+
+    return check_head(address) or f"cannot read its Ray job {run.job_id}: {exc}"
 
 
 def stop_job_run(journal: Journal, stop: dict[str, Any], grace_s: float) -> tuple[bool, str]:

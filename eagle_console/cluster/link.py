@@ -321,6 +321,18 @@ def head_down(address: str) -> str | None:
     return head.down_text() if head is not None else None
 
 
+def check_head(address: str) -> str | None:
+    """head_down, or, when a call failed without saying why, a probe of the GCS port now: a port that does
+    not answer makes the head known down from now ("head unreachable since HH:MM:SS: why")."""
+    if (down := head_down(address)) is not None:
+        return down
+    if (why := probe(address)) is None:
+        return None
+    head = _head(address)
+    head.mark_down(why)
+    return head.down_text()
+
+
 def shutdown() -> None:
     """Stop every driver process of this process (tests; the console's exit closes their stdin anyway)."""
     for head in list(_heads.values()):

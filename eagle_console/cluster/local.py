@@ -131,10 +131,13 @@ class LocalCluster:
         return node
 
     def restart(self, name: str) -> None:
-        """Start node `name` again after it was killed (its old `ray start` is kept for stop())."""
+        """Start node `name` again after it was killed (its old `ray start` is kept for stop()). The head
+        comes back on its address and token: a new cluster there, which knows none of the old jobs."""
+        head = next(iter(self.nodes)) == name
         old = self.nodes.pop(name)
+        self.nodes = {**({name: old} if head else {}), **self.nodes}  # the head stays first (on_head)
+        self.start_node(name, old.sim, head=head)
         self.nodes[f"{name}-killed-{old.proc.pid}"] = old
-        self.start_node(name, old.sim, head=False)
         self.wait_alive({name})
 
     def on_head(self, argv: list[str]) -> list[str]:

@@ -504,10 +504,40 @@ def record_crash(spec: ActionSpec | RollbackSpec, exc: Exception) -> int:
     return 1
 
 
+def outlive_the_job_actor() -> None:
+    """A Ray job's entrypoint forks: this process stays Ray's child (its exit is the job's; the SIGTERM of a
+    `stop_job` is passed on) and returns only in the child, the supervisor, in a session of its own.
+
+    Ray SIGKILLs the entrypoint's process group within a second of the job's supervisor actor dying
+    (ray 2.60.0 `dashboard/modules/job/job_supervisor.py` `_exec_entrypoint`: a watcher `while kill -s 0
+    PARENT; do sleep 1; done; kill -9 -PGID`), and that actor dies with its raylet, its node's Ray or a
+    restarted head. Measured on two hosts: the supervisor was killed, its action ran on unrecorded. Out of
+    that group the supervisor lives on, records its action's end on the node (cluster/noderuns.py) and
+    keeps its own grace on a stop (Ray SIGKILLs the group RAY_JOB_STOP_WAIT_TIME_S, 3 s, after its SIGTERM)."""
+    child = os.fork()
+    if child == 0:
+        os.setsid()
+        return
+
+    def pass_on(signum: int, _frame: object) -> None:
+        try:
+            os.kill(child, signum)
+        except ProcessLookupError:
+            pass
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, pass_on)
+    _, status = os.waitpid(child, 0)  # retried across the handlers' interruptions (PEP 475)
+    code = os.waitstatus_to_exitcode(status)
+    os._exit(code if code >= 0 else 128 - code)
+
+
 def main(argv: list[str]) -> int:
     if not argv or (argv[0] == "--job-spec" and len(argv) < 2):
         print(USAGE, file=sys.stderr)
         return 2
+    if argv[0] == "--job-spec":
+        outlive_the_job_actor()
     if "--detach" in argv and os.fork() > 0:
         os._exit(0)  # the caller reaps this parent at once; the child below is adopted by init
     if "--detach" in argv:

@@ -284,6 +284,16 @@ def node_note(run: Run):  # -> cluster.jobs.NodeNote | None
     return note_of(run.job_id)
 
 
+def unknown_text(run: Run) -> str | None:
+    """`unknown: … (since HH:MM:SS)` while the run's node or head cannot be asked, else None."""
+    note = None if run.finished else node_note(run)
+    if note is None or note.state != "unreachable":
+        return None
+    if " since " in note.text:  # "head unreachable since HH:MM:SS"
+        return note.text
+    return f"{note.text} (since {time.strftime('%H:%M:%S', time.localtime(note.since))})"
+
+
 def run_state_text(run: Run, procs: RunProcs, hints: Hints = NEUTRAL) -> str:
     """What a step's latest run is doing, for a status line: `running, pid N`; stopped with how to resume it;
     or, once ended, its last exit and the action that outlived it, with how to stop that."""
@@ -295,9 +305,9 @@ def run_state_text(run: Run, procs: RunProcs, hints: Hints = NEUTRAL) -> str:
         return (f"{end}; its action still runs (pids {pids}, session {run.sid}): stop it with "
                 f"`pkill -TERM -s {run.sid}`, or roll the step back{hints.rollback}")
     if (note := node_note(run)) is not None:
-        if note.state == "unreachable":
-            return f"{note.text} (since {time.strftime('%H:%M:%S', time.localtime(note.since))})"
-        return f"running on node {run.node}, supervisor pid {note.supervisor_pid}: {note.text}"
+        if (unknown := unknown_text(run)) is not None:
+            return unknown
+        return note.text  # "its Ray job … is unknown …; still running on node b, supervisor pid N (running)"
     action = {"running": f"the action (pid {run.pid}) runs", "stopped": f"the action (pid {run.pid}) is stopped",
               "exited": f"the action (pid {run.pid}) exited, its end not recorded yet",
               "gone": f"the action (pid {run.pid}) is gone"}.get(procs.action_state or "", "")
