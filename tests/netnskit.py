@@ -133,7 +133,8 @@ def make_hosts() -> TwoHosts:
                 ["ip", "netns", "exec", ns, "unshare", "--pid", "--fork", "--mount-proc", "--mount",
                  "--propagation", "private", "sh", "-c",
                  f'mount -t tmpfs -o size=256m,mode=1777 tmpfs /tmp && exec "{sys.executable}" -c "$0"', REAPER],
-                stdin=subprocess.DEVNULL, start_new_session=True)
+                # its stderr to a file: unshare says "sigprocmask unblock failed" as the host ends, every time
+                stdin=subprocess.DEVNULL, stderr=open(root / f"host-{name}.err", "wb"), start_new_session=True)
             hosts[name] = Host(name, ns, f"{SUBNET}.{n}", veth, reaper)
         subprocess.run(["ip", "link", "add", va, "type", "veth", "peer", "name", vb], check=True)
         for h in hosts.values():
@@ -145,7 +146,8 @@ def make_hosts() -> TwoHosts:
         for h in hosts.values():  # the reaper is up once unshare forked it
             while not psutil.Process(h.reaper.pid).children():
                 if h.reaper.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"host {h.name} did not start (unshare exited {h.reaper.returncode})")
+                    why = (root / f"host-{h.name}.err").read_text(errors="replace").strip()
+                    raise RuntimeError(f"host {h.name} did not start (unshare exited {h.reaper.returncode}): {why}")
                 time.sleep(0.05)
     except BaseException:
         TwoHosts(root, *hosts.values()).close() if len(hosts) == 2 else _undo(hosts, root)
