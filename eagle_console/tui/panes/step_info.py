@@ -58,8 +58,13 @@ class StepInfo(VerticalScroll, can_focus=False):
     BORDER_TITLE = "STEP"
     DEFAULT_CSS = "StepInfo > #step-info-text { height: auto; }"
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # held, not queried: a selection can arrive before this pane's children are mounted (a loaded machine)
+        self._text = Static("", id="step-info-text", markup=False)
+
     def compose(self):
-        yield Static("", id="step-info-text", markup=False)
+        yield self._text
 
     _shown: tuple | None = None
 
@@ -70,5 +75,5 @@ class StepInfo(VerticalScroll, can_focus=False):
         if (plan, item_id) == self._shown:  # every journal change calls this: keep the scroll
             return
         self._shown = (plan, item_id)
-        self.query_one("#step-info-text", Static).update(info_text(plan, item_id))
+        self._text.update(info_text(plan, item_id))
         self.scroll_home(animate=False)
