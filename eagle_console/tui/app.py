@@ -442,5 +442,8 @@ class ConsoleApp(App[int]):
 
 def make_app(plan: Plan, journal: Journal, *, readonly: bool = False, sim_dir: Path | None = None,
              state_dir_override: Path | None = None) -> ConsoleApp:
+    from eagle_console.journal.operator import CONSOLE_FACE
+
+    journal.face = CONSOLE_FACE  # what this console writes says so (journal events' `face`)
     ctx = ConsoleContext(plan_path=plan.path, plan=plan, journal=journal, sim_dir=sim_dir, readonly=readonly)
     return ConsoleApp(ctx, state_dir_override)

@@ -128,5 +128,5 @@ def _plan_file_changed(ctx: ConsoleContext, path: Path, state_dir_override: Path
     if load.plan is not None and load.plan.state_dir != ctx.plan.state_dir:
         from eagle_console.journal import Journal
 
-        journal = Journal.for_plan(load.plan, readonly=ctx.readonly)
+        journal = Journal.for_plan(load.plan, readonly=ctx.readonly, face=ctx.journal.face)
     return messages.PlanFileChanged(load, journal)
