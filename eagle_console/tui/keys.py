@@ -37,7 +37,7 @@ DIALOG_KEYS = (
     ("Mark", "↑↓ pick a status · enter, then type a note (optional) · enter mark · esc cancel"),
     ("Roll back", "enter roll back · c with or without its dependents · esc cancel"),
     ("Note", "type · enter save · esc cancel"),
-    ("Approve", "↑↓ approve or deny · enter, then type a note (optional) · enter answer · esc close"),
+    ("Approve", "↑↓ approve or deny · enter, then a note (optional) · enter answer · esc close"),
 )
 
 
