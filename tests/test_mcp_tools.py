@@ -41,6 +41,11 @@ title = "Probe"
   [[phase.step]]
   id = "0.4"
   title = "By hand"
+  [[phase.step]]
+  id = "0.5"
+  title = "Something the plan wants a person to approve"
+  approve = true
+  run = "echo approved"
 """
 
 
@@ -150,8 +155,16 @@ def test_an_agents_todo_list_comes_back_as_marks(tmp_path) -> None:
     assert tools.journal.statuses().get("0.2", "pending") == "pending"
 
 
-def test_no_approvals_starts_at_once(tmp_path) -> None:
-    tools = tools_for(tmp_path, approvals=False)
-    assert tools.call(tools.plan_resource)[0]["approvals"] is False
-    doc = ran(tools, "0.1")
-    assert doc["started"] and doc["run"]["face"] == "agent:unit_test"
+def test_approve_true_waits_unless_no_approvals(tmp_path) -> None:
+    tools = tools_for(tmp_path)
+    doc, failed = tools.call(tools.run_step, "0.5", False, 0)
+    assert not failed and doc["status"] == "awaiting_approval" and not doc["started"], doc
+    assert doc["approval"]["reasons"] == ["the plan asks for approval (approve = true)"]
+    assert tools.journal.runs("0.5") == []
+    unattended = AgentTools(tools.plan_path, approvals=False)  # eagle-console mcp PLAN --no-approvals
+    try:
+        assert unattended.call(unattended.plan_resource)[0]["approvals"] is False
+        started = ran(unattended, "0.5")
+        assert started["started"] and started["run"]["face"] == "agent:unnamed"
+    finally:
+        unattended.close()
