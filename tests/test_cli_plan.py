@@ -71,12 +71,15 @@ def test_status_json_shape(tmp_path: Path) -> None:
     r = cli("status", PHASE0, "--json", state=tmp_path)
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert set(doc) == {"schema", "plan", "title", "phases"} and doc["plan"] == "phase0-aqmedai-probe"
+    # the spec's keys, plus issue 34's: who changed each step last and through which face, and the requests
+    # awaiting a person's approval
+    assert set(doc) == {"schema", "plan", "title", "phases", "approvals"} and doc["plan"] == "phase0-aqmedai-probe"
+    assert doc["approvals"] == []
     (phase,) = doc["phases"]
     assert set(phase) == {"id", "title", "status", "priority", "steps"} and phase["status"] == "pending"
     assert [s["id"] for s in phase["steps"]] == ["0.1", "0.2", "0.2b", "0.3", "0.4"]
-    assert all(set(s) == {"id", "title", "status", "priority", "run"} and s["run"] is None
-               for s in phase["steps"])
+    assert all(set(s) == {"id", "title", "status", "priority", "run", "changed", "approval"} and s["run"] is None
+               and s["changed"] is None and s["approval"] is None for s in phase["steps"])
 
 
 def test_mark_then_export_todowrite(tmp_path: Path) -> None:

@@ -11,7 +11,8 @@ from eagle_console.journal.store import SCHEMA
 
 # The `events.kind` text journals have been written with: renaming a member's value would orphan them.
 STORED = {"status", "note", "result", "run_begin", "run_proc", "run_log", "run_ready", "run_exit", "run_stop",
-          "service_died", "rollback_begin", "rollback_proc", "rollback_end", "kill"}
+          "service_died", "rollback_begin", "rollback_proc", "rollback_end", "kill",
+          "approval_asked", "approval_decided", "approval_done"}
 
 
 def stored_kinds(db: Path) -> list[str]:

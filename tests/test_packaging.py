@@ -22,6 +22,8 @@ DISTRIBUTION = {"pynvml": "nvidia-ml-py"}
 OPTIONAL = {"torch", "ray"}  # ray: the `cluster` extra, imported only for a plan with [cluster]
 # imported only by eagle_console/tui/served.py (`eagle-console serve` catches their absence): the `serve` extra
 SERVE_ONLY = {"textual_serve", "aiohttp"}
+# imported only by eagle_console/mcp/server.py (`eagle-console mcp` says how to install it): the `agent` extra
+AGENT_ONLY = {"mcp"}
 
 
 def test_ray_is_the_cluster_extra() -> None:
@@ -47,7 +49,7 @@ def third_party_imports() -> set[str]:
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names.add(node.module.split(".")[0])
     stdlib = set(sys.stdlib_module_names) | {"tomllib"}
-    return {n for n in names if n not in stdlib and n != "eagle_console"} - OPTIONAL - SERVE_ONLY
+    return {n for n in names if n not in stdlib and n != "eagle_console"} - OPTIONAL - SERVE_ONLY - AGENT_ONLY
 
 
 def test_every_import_is_declared_and_every_dependency_imported() -> None:
@@ -68,6 +70,21 @@ def test_the_serve_extra_declares_what_serve_imports() -> None:
             assert "textual_serve" not in text and "aiohttp" not in text, f"{path} imports the serve extra"
     for req in serve.values():
         assert any(s.operator == ">=" for s in req.specifier), f"{req} has no floor"
+
+
+def test_the_agent_extra_declares_what_the_mcp_server_imports() -> None:
+    agent = requirements(project()["optional-dependencies"]["agent"])
+    assert set(agent) == AGENT_ONLY
+    (req,) = agent.values()
+    assert any(s.operator == ">=" for s in req.specifier) and not req.specifier.contains("3.0.0"), req
+    # only the server module imports the SDK: the rest of eagle_console.mcp (tools, bounds) runs without it
+    for path in PACKAGE.rglob("*.py"):
+        imports = {a.name.split(".")[0] for node in ast.walk(ast.parse(path.read_text()))
+                   if isinstance(node, ast.Import) for a in node.names}
+        imports |= {node.module.split(".")[0] for node in ast.walk(ast.parse(path.read_text()))
+                    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module}
+        if path != PACKAGE / "mcp" / "server.py":
+            assert "mcp" not in imports, f"{path} imports the agent extra"
 
 
 def test_every_dependency_has_a_floor() -> None:

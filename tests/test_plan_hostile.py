@@ -207,7 +207,7 @@ def test_journal_text_is_escaped_by_export_and_the_detail_line(tmp_path: Path) -
         shown = describe(plan, "0.1", read_snapshot(journal)).plain
     finally:
         journal.close()
-    assert "note: done\\x1b]52" in shown and "\x1b" not in shown
+    assert "via cli): done\\x1b]52" in shown and "\x1b" not in shown  # `note (who via cli): …`
 
 
 def test_printable_keeps_layout_only_when_asked() -> None:

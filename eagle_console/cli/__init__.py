@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "eagle_console.cli.server_cmds",
     "eagle_console.cli.bench_cmds",
     "eagle_console.cli.drafter_cmds",
+    "eagle_console.cli.mcp_cmds",
     "eagle_console.cli.completion",
 )
 

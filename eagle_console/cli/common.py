@@ -110,8 +110,9 @@ def load_plan(path: str | os.PathLike[str], state_dir: str | None = None) -> Pla
 
 def open_journal(plan: Plan, readonly: bool = False) -> Journal:
     from eagle_console.journal import Journal
+    from eagle_console.journal.operator import CLI_FACE
 
-    journal = Journal.for_plan(plan, readonly=readonly)
+    journal = Journal.for_plan(plan, readonly=readonly, face=CLI_FACE)  # the console's open_console sets its own
     note = journal.file_note()  # a journal deleted or truncated must not pass as "everything pending"
     if note:
         print(f"eagle-console: warning: {note}", file=sys.stderr)

@@ -135,7 +135,7 @@ def _status_doc(plan: Plan) -> tuple[dict[str, Any], dict[str, str]]:
     """The status document (with each run's processes now, ops.steps.add_process_keys) and, per step, the
     text saying what its latest run does."""
     from eagle_console.cli.common import CLI_HINTS
-    from eagle_console.ops import steps
+    from eagle_console.ops import faces, steps
     from eagle_console.plan.export import status_document
 
     journal = read_journal(plan)
@@ -143,6 +143,7 @@ def _status_doc(plan: Plan) -> tuple[dict[str, Any], dict[str, str]]:
         runs = {s.id: journal.latest_run(s.id) for s in plan.steps()}
         procs = steps.run_processes(runs)
         doc = steps.add_process_keys(status_document(plan, journal.statuses(), runs), procs, runs)
+        faces.add_approval_keys(faces.add_face_keys(doc, journal.states()), journal.approvals())
         texts = {sid: steps.run_state_text(run, procs[sid], CLI_HINTS._replace(
                      rollback=f" (eagle-console rollback {plan.path} {sid})")) for sid, run in runs.items() if run}
         return doc, texts
@@ -167,6 +168,9 @@ def cmd_status(args: argparse.Namespace) -> int:
               + f"{phase['title']}  [{paint(st, st)}, {phase['priority']}]")
         for step in phase["steps"]:
             extra = f"  ({texts[step['id']]})" if texts.get(step["id"]) else ""
+            if (ask := step.get("approval")) is not None:  # an agent's request waits (eagle-console approve)
+                extra += (f"  [{ask['status'].replace('_', ' ')}: request {ask['id']} to {ask['action']} it, by "
+                          f"{ask['asked']['face'] or ask['asked']['who']}]")
             st = step["status"]
             print("  " + paint(f"{GLYPHS.get(st, '?')} {step['id']}", st) + " " * (width + 1 - len(step["id"]))
                   + f"{step['title']}  [{paint(st, st)}]{extra}")

@@ -10,14 +10,29 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 # 1: the events table, its indexes and the append-only triggers (journal/store.SCHEMA). A journal written
 # before versions existed reads 0 and has the same tables: its migration only stamps the version.
-SCHEMA_VERSION = 1
-MIGRATIONS: dict[int, str] = {0: ""}  # from version N to N+1: the SQL to run (none needed for 0 → 1)
+# 2: events gain `face` (console | cli | agent:<client>: which face acted, beside `who`; issue 34).
+SCHEMA_VERSION = 2
+
+
+def _add_face(conn: sqlite3.Connection) -> None:
+    """1 → 2: the `face` column. A journal created by this version already has it (store.SCHEMA creates the
+    table with it before the version is stamped), so it is added only where it is missing."""
+    if not has_column(conn, "events", "face"):
+        conn.execute("ALTER TABLE events ADD COLUMN face TEXT")
+
+
+# From version N to N+1: the SQL to run, or a function of the connection (none needed for 0 → 1).
+MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {0: "", 1: _add_face}
+
+
+def has_column(conn: sqlite3.Connection, table: str, column: str) -> bool:
+    return any(row[1] == column for row in conn.execute(f"PRAGMA table_info({table})"))
 
 
 class JournalError(Exception):
@@ -73,8 +88,11 @@ def check_version(conn: sqlite3.Connection, path: Path, *, migrate: bool) -> Non
     if not migrate:
         return
     while version < SCHEMA_VERSION:
-        if MIGRATIONS[version]:
-            conn.executescript(MIGRATIONS[version])
+        step = MIGRATIONS[version]
+        if callable(step):
+            step(conn)
+        elif step:
+            conn.executescript(step)
         version += 1
         conn.execute(f"PRAGMA user_version = {version}")
 

@@ -32,6 +32,9 @@ class EventKind(StrEnum):
     ROLLBACK_PROC = "rollback_proc"
     ROLLBACK_END = "rollback_end"
     KILL = "kill"  # GPU processes signalled (the kill report)
+    APPROVAL_ASKED = "approval_asked"  # an agent's run, rollback or kill waits for a person (journal/approvals.py)
+    APPROVAL_DECIDED = "approval_decided"  # approved or denied (run_id: the request), by whom, with a note
+    APPROVAL_DONE = "approval_done"  # what the approval started: a run, a rollback, a kill, or why it could not
 
 
 # The kinds `Journal.runs()` folds into `Run` records.

@@ -27,6 +27,7 @@ class Event(NamedTuple):
     run_id: int | None
     who: str | None
     data: dict[str, Any]
+    face: str | None = None  # console | cli | agent:<client>, beside `who` (None: the engine wrote it)
 
 
 class StepState(NamedTuple):
@@ -36,6 +37,7 @@ class StepState(NamedTuple):
     event_id: int
     run_id: int | None = None
     reason: str | None = None
+    face: str | None = None
 
 
 class Note(NamedTuple):
@@ -43,6 +45,7 @@ class Note(NamedTuple):
     text: str
     who: str | None
     at: float
+    face: str | None = None
 
 
 class Result(NamedTuple):
@@ -79,6 +82,7 @@ class Run:
     reason: str | None = None
     node: str | None = None  # a cluster run (issue #20): the node its Ray job runs on, and the job
     job_id: str | None = None
+    face: str | None = None  # the face that started it: console | cli | agent:<client>
 
     @property
     def finished(self) -> bool:

@@ -22,6 +22,7 @@ from eagle_console.journal.faults import (
     JournalError,
     check_version,
     file_identity,
+    has_column,
     history_lost_note,
     replaced_note,
     said,
@@ -34,6 +35,7 @@ from eagle_console.journal.status import STATUSES, unmet
 from eagle_console.statedir import private_database
 
 if TYPE_CHECKING:
+    from eagle_console.journal.approvals import Approval
     from eagle_console.plan.model import Plan
 
 SCHEMA = """
@@ -44,7 +46,8 @@ CREATE TABLE IF NOT EXISTS events (
     step_id TEXT,
     run_id  INTEGER,
     who     TEXT,
-    data    TEXT    NOT NULL DEFAULT '{}'
+    data    TEXT    NOT NULL DEFAULT '{}',
+    face    TEXT
 );
 CREATE INDEX IF NOT EXISTS events_step ON events (step_id, kind, id);
 CREATE INDEX IF NOT EXISTS events_run ON events (run_id, id);
@@ -61,9 +64,13 @@ def _ts_text(at: float | None) -> str:
 
 
 class Journal:
-    def __init__(self, path: Path, readonly: bool = False) -> None:
+    def __init__(self, path: Path, readonly: bool = False, face: str | None = None) -> None:
         self.path = Path(path)
         self.readonly = readonly
+        # Which face writes through this journal (console | cli | agent:<client>): recorded beside `who` on every
+        # event that names someone. None for the engine's own processes (supervisors, actions).
+        self.face = face
+        self._acting = threading.local()  # acting_as(): an approved request carried out for its asker
         # Read-only (`--readonly`, status, export): runs found dead are ended here, in memory, never on disk.
         self._derived = Derived()
         self._lock = threading.RLock()
@@ -80,6 +87,9 @@ class Journal:
                                              check_same_thread=False)
                 with self._lock:
                     self._init_schema()
+            # A read-only journal of schema 1 (never migrated by a reader) has no `face` column: read it as NULL.
+            self._face_col = "face" if has_column(self._conn, "events", "face") else "NULL"
+            self._cols = f"{self._COLS}, {self._face_col}"
         self._identity = file_identity(self.path)  # to notice the file deleted or replaced while open
 
     def _init_schema(self) -> None:
@@ -114,8 +124,8 @@ class Journal:
         return replaced_note(self.path, self._identity) or history_lost_note(self.path, self.last_event_id())
 
     @classmethod
-    def for_plan(cls, plan: Plan, readonly: bool = False) -> Journal:
-        return cls(plan.state_dir / "journal.db", readonly=readonly)
+    def for_plan(cls, plan: Plan, readonly: bool = False, face: str | None = None) -> Journal:
+        return cls(plan.state_dir / "journal.db", readonly=readonly, face=face)
 
     def close(self) -> None:
         with self._lock:
@@ -138,14 +148,33 @@ class Journal:
                 raise
             self._conn.execute("COMMIT")
 
-    @staticmethod
-    def _insert(conn: sqlite3.Connection, event_kind: EventKind, step_id: str | None = None,
+    def _insert(self, conn: sqlite3.Connection, event_kind: EventKind, step_id: str | None = None,
                 run_id: int | None = None, who: str | None = None, /, **data: Any) -> int:
+        face = self._face() if who is not None else None  # an event that names someone says through which face
         cur = conn.execute(
-            "INSERT INTO events (at, kind, step_id, run_id, who, data) VALUES (?, ?, ?, ?, ?, ?)",
-            (time.time(), event_kind, step_id, run_id, who, json.dumps(data, default=str)),
+            "INSERT INTO events (at, kind, step_id, run_id, who, data, face) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (time.time(), event_kind, step_id, run_id, who, json.dumps(data, default=str), face),
         )
         return int(cur.lastrowid)
+
+    @contextmanager
+    def acting_as(self, who: str | None, face: str | None) -> Iterator[None]:
+        """Within this thread, what is written is recorded as done by `who` through `face`: a person's approval
+        carries out an agent's request as the agent's (the approval itself names the person)."""
+        before = getattr(self._acting, "actor", None)
+        self._acting.actor = (who, face)
+        try:
+            yield
+        finally:
+            self._acting.actor = before
+
+    def _who(self, who: str | None) -> str:
+        actor = getattr(self._acting, "actor", None)
+        return who or (actor[0] if actor and actor[0] else None) or current_operator()
+
+    def _face(self) -> str | None:
+        actor = getattr(self._acting, "actor", None)
+        return actor[1] if actor else self.face
 
     def append(self, event_kind: EventKind, step_id: str | None = None, run_id: int | None = None,
                who: str | None = None, /, **data: Any) -> int:
@@ -171,9 +200,9 @@ class Journal:
     def _rows(self, sql: str, args: tuple = ()) -> list[Event]:
         with self._lock, said(self.path):
             rows = self._conn.execute(sql, args).fetchall()
-        return [Event(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in rows]
+        return [Event(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]), r[7]) for r in rows]
 
-    _COLS = "id, at, kind, step_id, run_id, who, data"
+    _COLS = "id, at, kind, step_id, run_id, who, data"  # + face (self._cols)
 
     def last_event_id(self) -> int:
         """Cheap change detection for consoles polling the journal."""
@@ -183,21 +212,21 @@ class Journal:
 
     def events(self, since_id: int = 0, step_id: str | None = None) -> list[Event]:
         if step_id is None:
-            return self._rows(f"SELECT {self._COLS} FROM events WHERE id > ? ORDER BY id", (since_id,))
-        return self._rows(f"SELECT {self._COLS} FROM events WHERE id > ? AND step_id = ? ORDER BY id",
+            return self._rows(f"SELECT {self._cols} FROM events WHERE id > ? ORDER BY id", (since_id,))
+        return self._rows(f"SELECT {self._cols} FROM events WHERE id > ? AND step_id = ? ORDER BY id",
                           (since_id, step_id))
 
     # -- statuses, marks, notes --------------------------------------------------------------------------
 
     def _states(self, conn: sqlite3.Connection) -> dict[str, StepState]:
         rows = conn.execute(
-            "SELECT e.id, e.at, e.who, e.run_id, e.data, e.step_id FROM events e "
+            f"SELECT e.id, e.at, e.who, e.run_id, e.data, e.step_id, {self._face_col} FROM events e "
             "JOIN (SELECT MAX(id) AS id FROM events WHERE kind = ? GROUP BY step_id) m ON e.id = m.id",
             (EventKind.STATUS,)).fetchall()
         out: dict[str, StepState] = {}
-        for eid, at, who, run_id, data, step_id in rows:
+        for eid, at, who, run_id, data, step_id, face in rows:
             d = json.loads(data)
-            out[step_id] = StepState(d["status"], at, who, eid, run_id, d.get("reason"))
+            out[step_id] = StepState(d["status"], at, who, eid, run_id, d.get("reason"), face)
         return out
 
     def states(self) -> dict[str, StepState]:
@@ -211,7 +240,7 @@ class Journal:
     def mark(self, step_id: str, status: str, note: str | None = None, who: str | None = None) -> int:
         if status not in STATUSES:
             raise ValueError(f"unknown status {status!r}; one of: {', '.join(STATUSES)}")
-        who = who or current_operator()
+        who = self._who(who)
         with self._tx() as conn:
             eid = self._insert(conn, EventKind.STATUS, step_id, None, who, status=status, source="mark")
             if note:
@@ -225,15 +254,16 @@ class Journal:
                                 reason=reason)
 
     def note(self, step_id: str, text: str, who: str | None = None) -> int:
-        return self.append(EventKind.NOTE, step_id, None, who or current_operator(), text=text)
+        return self.append(EventKind.NOTE, step_id, None, self._who(who), text=text)
 
     def notes(self, step_id: str | None = None) -> list[Note]:
-        return [Note(e.step_id or "", e.data.get("text", ""), e.who, e.at) for e in self._kind(EventKind.NOTE, step_id)]
+        return [Note(e.step_id or "", e.data.get("text", ""), e.who, e.at, e.face)
+                for e in self._kind(EventKind.NOTE, step_id)]
 
     def _kind(self, kind: EventKind, step_id: str | None = None) -> list[Event]:
         if step_id is None:
-            return self._rows(f"SELECT {self._COLS} FROM events WHERE kind = ? ORDER BY id", (kind,))
-        return self._rows(f"SELECT {self._COLS} FROM events WHERE kind = ? AND step_id = ? ORDER BY id",
+            return self._rows(f"SELECT {self._cols} FROM events WHERE kind = ? ORDER BY id", (kind,))
+        return self._rows(f"SELECT {self._cols} FROM events WHERE kind = ? AND step_id = ? ORDER BY id",
                           (kind, step_id))
 
     def history(self, step_id: str) -> list[Event]:
@@ -265,7 +295,7 @@ class Journal:
         check is `journal.status.unmet`, the rule `next` and the tree use; check and write share one
         IMMEDIATE transaction.
         """
-        who = who or current_operator()
+        who = self._who(who)
         with self._tx() as conn:
             states = self._states(conn)
             if kind == "action" and (rb := open_rollback_of(conn, step_id)):
@@ -352,7 +382,7 @@ class Journal:
         if self._fold.seen and self.last_event_id() < self._fold.seen:  # the file was replaced: fold again
             self._fold = RunFold()
         kinds = f"kind IN ({', '.join('?' * len(RUN_KINDS))})"
-        self._fold.apply(self._rows(f"SELECT {self._COLS} FROM events WHERE id > ? AND {kinds} ORDER BY id",
+        self._fold.apply(self._rows(f"SELECT {self._cols} FROM events WHERE id > ? AND {kinds} ORDER BY id",
                                     (self._fold.seen, *RUN_KINDS)), Run)
 
     def run(self, run_id: int) -> Run | None:
@@ -410,7 +440,7 @@ class Journal:
                         raise Refused(f"step {step_id} is being run (run {run_id}, started by {run_who or '?'} "
                                       f"at {_ts_text(at)}): wait for it to end, then roll it back", by=run_who,
                                       at=at)
-            return self._insert(conn, EventKind.ROLLBACK_BEGIN, target, None, who or current_operator(),
+            return self._insert(conn, EventKind.ROLLBACK_BEGIN, target, None, self._who(who),
                                 steps=steps, **data)
 
     def open_rollbacks(self) -> list[OpenRollback]:
@@ -431,8 +461,46 @@ class Journal:
 
     def rollback_end(self, rollback_id: int) -> dict[str, Any] | None:
         """The data of the rollback's end (journaled, or derived in memory), or None while it goes on."""
-        for e in self._rows(f"SELECT {self._COLS} FROM events WHERE kind = ? AND run_id = ? ORDER BY id LIMIT 1",
+        for e in self._rows(f"SELECT {self._cols} FROM events WHERE kind = ? AND run_id = ? ORDER BY id LIMIT 1",
                             (EventKind.ROLLBACK_END, rollback_id)):
             return e.data
         derived = self._derived.rollback_ends.get(rollback_id)
         return derived.data if derived else None
+
+    # -- approvals (journal/approvals.py) ------------------------------------------------------------------
+
+    def ask_approval(self, action: str, target: str | None, **data: Any) -> tuple[int, bool]:
+        """Record a request for a person's approval; (its id, True) — or the undecided request for the same
+        action and target, (its id, False): an agent asking again gets the first one."""
+        from eagle_console.journal import approvals
+
+        with self._tx() as conn:
+            existing = approvals.open_request(conn, action, target)
+            if existing is not None:
+                return existing, False
+            return self._insert(conn, EventKind.APPROVAL_ASKED, target, None, self._who(None), action=action,
+                                **data), True
+
+    def decide_approval(self, request_id: int, approve: bool, note: str | None = None) -> None:
+        """Approve or deny a request, once: Refused when it is unknown or somebody decided it first."""
+        from eagle_console.journal import approvals
+
+        with self._tx() as conn:
+            target = approvals.check_undecided(conn, request_id)
+            self._insert(conn, EventKind.APPROVAL_DECIDED, target, request_id, self._who(None),
+                         decision=approvals.APPROVED if approve else approvals.DENIED, note=note or None)
+
+    def approval_done(self, request_id: int, target: str | None, **outcome: Any) -> int:
+        """What carrying out an approved request started (run_id, rollback_id, kill) or why it could not (error)."""
+        return self.append(EventKind.APPROVAL_DONE, target, request_id, None, **outcome)
+
+    def approvals(self) -> list[Approval]:
+        """Every request, in the order asked."""
+        from eagle_console.journal import approvals
+
+        kinds = ", ".join("?" * len(approvals.KINDS))
+        return list(approvals.fold(self._rows(
+            f"SELECT {self._cols} FROM events WHERE kind IN ({kinds}) ORDER BY id", approvals.KINDS)).values())
+
+    def approval(self, request_id: int) -> Approval | None:
+        return next((a for a in self.approvals() if a.id == request_id), None)

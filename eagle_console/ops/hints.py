@@ -17,6 +17,7 @@ class Hints(NamedTuple):
     cascade: str = ""  # after a rollback refused because completed steps depend on it
     force: str = ""  # after a rollback refused because a step has no undo
     rollback: str = ""  # after "roll the step back" (a run refused while a lost run's action still runs)
+    approve: str = ""  # after "approve or deny it" (a request waiting for a person: ops/approvals.py)
 
 
 NEUTRAL = Hints()

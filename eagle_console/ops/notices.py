@@ -5,16 +5,26 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from eagle_console.journal.kinds import EventKind
+from eagle_console.ops.hints import NEUTRAL, Hints
 
 if TYPE_CHECKING:
     from eagle_console.journal import Event
     from eagle_console.plan.model import Plan
 
 
-def event_notice(plan: Plan, event: Event) -> tuple[str, str] | None:
+def event_notice(plan: Plan, event: Event, hints: Hints = NEUTRAL) -> tuple[str, str] | None:
     """(message, severity) for a journal event worth a notification, else None."""
     data = event.data or {}
     sid = event.step_id or "?"
+    if event.kind == EventKind.APPROVAL_ASKED:  # an agent waits for a person: every console says so at once
+        who = f"{event.who} via {event.face}" if event.who and event.face else event.who or event.face or "?"
+        why = "; ".join(data.get("reasons") or [])
+        return (f"request {event.id}: {who} asks to {data.get('summary') or data.get('action')}"
+                + (f" — {why}" if why else "") + f": approve or deny it{hints.approve}", "warning")
+    if event.kind == EventKind.APPROVAL_DECIDED:
+        who = f"{event.who} via {event.face}" if event.who and event.face else event.who or event.face or "?"
+        note = f": {data['note']}" if data.get("note") else ""
+        return f"request {event.run_id} {data.get('decision', 'decided')} by {who}{note}", "information"
     if event.kind == EventKind.RUN_EXIT:
         outcome = data.get("outcome") or "ended"
         reason = data.get("reason")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from eagle_console.journal.operator import AGENT_PREFIX
 from eagle_console.node.kill import (
     Progress,
     in_console_session,
@@ -169,8 +170,8 @@ def kill(found: HolderScan, targets: list[Holder], *, grace: float, scope: str, 
     """
     from eagle_console.journal.operator import current_operator
 
-    if face not in FACES:
-        raise ValueError(f"face must be one of {', '.join(FACES)}, not {face!r}")
+    if face not in FACES and not face.startswith(AGENT_PREFIX):  # an agent's kill, once a person approved it
+        raise ValueError(f"face must be one of {', '.join(FACES)} or agent:<client>, not {face!r}")
     report = kill_holders(targets, backend=found.backend, grace=grace, sig=sig, progress=progress, say=say,
                           consoles=found.supervisors)
     record = KillRecord(who=current_operator(), scope=scope, face=face, step_id=step_id, run_id=run_id,

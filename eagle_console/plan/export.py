@@ -65,6 +65,15 @@ def todowrite(plan: Plan, step_status: Mapping[str, str]) -> list[dict[str, str]
     return items
 
 
+def _person(who: str | None, face: str | None) -> str:
+    """`alice via agent:claude-code`: who, and through which face (console, cli, agent:<client>)."""
+    return f"{who} via {face}" if who and face else who or face or ""
+
+
+def _by(who: str | None, face: str | None) -> str:
+    return f" by {_person(who, face)}" if who or face else ""
+
+
 def _when(at: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(at)) if at else ""
 
@@ -97,11 +106,12 @@ def markdown(plan: Plan, step_status: Mapping[str, str], notes: Sequence[Note],
             run = (runs or {}).get(step.id)
             if run is not None:
                 code = "running" if run.ended is None else f"exit {run.exit_code}"
-                lines.append(f"  - last run: {_when(run.started)}, {code}" + (f", log `{run.log}`" if run.log else ""))
+                lines.append(f"  - last run: {_when(run.started)}{_by(run.who, run.face)}, {code}"
+                             + (f", log `{run.log}`" if run.log else ""))
             for r in res_by_step.get(step.id, []):
                 lines.append(f"  - result {r.name} = {format_value(r.value)}")
             for n in by_step.get(step.id, []):
-                who = f" ({n.who})" if n.who else ""
+                who = f" ({_person(n.who, n.face)})" if n.who or n.face else ""
                 lines.append(f"  - note {_when(n.at)}{who}: {n.text}")
         lines.append("")
     known = {s.id for s in plan.steps()} | {p.id for p in plan.phases}
@@ -111,7 +121,7 @@ def markdown(plan: Plan, step_status: Mapping[str, str], notes: Sequence[Note],
         lines.append("(none yet)")
     for n in notes:
         where = n.step_id if n.step_id in known else f"{n.step_id} (no longer in the plan)"
-        who = f" — {n.who}" if n.who else ""
+        who = f" — {_person(n.who, n.face)}" if n.who or n.face else ""
         lines.append(f"- **{where}** {_when(n.at)}{who}: {n.text}")
     lines.append("")
     return "\n".join(lines)
@@ -123,10 +133,11 @@ def as_json(plan: Plan, step_status: Mapping[str, str], notes: Sequence[Note],
     doc = status_document(plan, step_status, runs or {})
     for phase in doc["phases"]:
         for step in phase["steps"]:
-            step["notes"] = [{"text": n.text, "who": n.who, "at": n.at} for n in notes if n.step_id == step["id"]]
+            step["notes"] = [{"text": n.text, "who": n.who, "face": n.face, "at": n.at} for n in notes
+                             if n.step_id == step["id"]]
             step["results"] = [{"name": r.name, "value": r.value, "run_id": r.run_id, "at": r.at}
                                for r in results if r.step_id == step["id"]]
-    doc["notes"] = [{"step": n.step_id, "text": n.text, "who": n.who, "at": n.at} for n in notes]
+    doc["notes"] = [{"step": n.step_id, "text": n.text, "who": n.who, "face": n.face, "at": n.at} for n in notes]
     return json.loads(json.dumps(doc, default=str))
 
 
@@ -134,7 +145,7 @@ def _run_doc(run: Run | None) -> dict[str, Any] | None:
     if run is None:
         return None
     return {"pid": run.pid, "started": run.started, "ended": run.ended, "exit_code": run.exit_code,
-            "log": run.log}
+            "log": run.log, "who": run.who, "face": run.face}  # who started it, through which face
 
 
 def status_document(plan: Plan, step_status: Mapping[str, str],

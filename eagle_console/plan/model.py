@@ -73,6 +73,7 @@ class Step(NamedTuple):
     confirm: bool = False
     line: int | None = None  # where the step's table starts in the file
     node: str | None = None  # a cluster node's name (`eagle-node:NAME`): the step runs there as a Ray job
+    approve: bool = False  # an agent's run waits for a person's approval (ops/approvals.py; docs/agent.md)
 
     @property
     def uses(self) -> str | None:

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     from eagle_console.engine.builtins.base import Builtin
 
 STEP_KEYS = ("id", "title", "priority", "description", "needs", "run", "uses", "with", "cwd", "env",
-             "timeout", "service", "ready", "check", "rollback", "log", "watch", "confirm", "node")
+             "timeout", "service", "ready", "check", "rollback", "log", "watch", "confirm", "node",
+             "approve")
 ACTION_KEYS = ("uses", "with")
 READY_KEYS = ("http", "log", "timeout")
 WATCH_KEYS = ("extraction",)
@@ -74,6 +75,7 @@ class StepReader(Reader):
         if service and action is None:
             self.error((*sp, "service"), "a service needs a run command or uses = \"sglang.server\"")
         confirm = self.boolean(st, "confirm", sp)
+        approve = self.boolean(st, "approve", sp)
         check = self.build_aux_action(st, "check", sp)
         rollback = self.build_aux_action(st, "rollback", sp)
         watch = self.build_watch(st, sp)
@@ -89,7 +91,7 @@ class StepReader(Reader):
             timeout_s=self.duration(st, "timeout", sp), service=bool(service), ready=ready,
             check=check, rollback=rollback, log=self.local_path(st, "log", sp), watch_extraction=watch,
             confirm=confirm if confirm is not None else bool(traits and traits.confirm),
-            line=self.pos.key(sp)[0], node=node,
+            line=self.pos.key(sp)[0], node=node, approve=bool(approve),
         )
         return step if sid is not None and title is not None else None
 

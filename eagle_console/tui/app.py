@@ -165,7 +165,10 @@ class ConsoleApp(App[int]):
         self._in_thread(self._notices.announce, self.ctx, group="notices")
 
     def _show_snapshot(self, snapshot: Snapshot) -> None:
+        waited = bool(self.snapshot and self.snapshot.approvals)
         self.snapshot = snapshot
+        if waited != bool(snapshot.approvals):
+            self.refresh_bindings()  # `a Approve` comes and goes with the requests
         self.plan_pane.show(self.ctx.plan, self.snapshot)
         self._show_detail()
 
@@ -236,6 +239,8 @@ class ConsoleApp(App[int]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if self.readonly and action in keys.MUTATING:
             return False
+        if action == "approve":  # on the key line only while an agent's request waits for a person
+            return bool(self.snapshot and self.snapshot.approvals)
         return True
 
     def _selected_step(self, verb: str, hint: str = "") -> Step | None:
@@ -344,6 +349,30 @@ class ConsoleApp(App[int]):
 
         self.push_screen(NoteScreen(step.id, step.title), done)
 
+    # a: answer an agent's request (ops/approvals.py)
+
+    def action_approve(self) -> None:
+        from eagle_console.ops import approvals
+        from eagle_console.tui.screens.approve import ApprovalScreen
+
+        waiting = list(self.snapshot.approvals) if self.snapshot else []
+        req = self.snapshot.awaiting(self.ctx.selected_step_id) if self.snapshot else None
+        req = req or (waiting[0] if waiting else None)  # the selected step's, else the oldest
+        if req is None:
+            self.notify("no request awaits approval", severity="warning")
+            return
+
+        def answered(answer: tuple[bool, str | None] | None) -> None:
+            if answer is not None:
+                self._in_thread(workers.run_op, _decide, self.ctx.engine, req.id, *answer, self.ctx.sim_dir)
+
+        def _decide(engine: Any, request_id: int, approve: bool, note: str | None, sim_dir: Any) -> str:
+            return approvals.outcome_text(approvals.decide(engine, request_id, approve, note, sim_dir))
+
+        if req.target:
+            self._select(req.target)
+        self.push_screen(ApprovalScreen(req, len(waiting)), answered)
+
     # u: roll back the selected step or phase
 
     def action_rollback(self) -> None:
@@ -442,5 +471,8 @@ class ConsoleApp(App[int]):
 
 def make_app(plan: Plan, journal: Journal, *, readonly: bool = False, sim_dir: Path | None = None,
              state_dir_override: Path | None = None) -> ConsoleApp:
+    from eagle_console.journal.operator import CONSOLE_FACE
+
+    journal.face = CONSOLE_FACE  # what this console writes says so (journal events' `face`)
     ctx = ConsoleContext(plan_path=plan.path, plan=plan, journal=journal, sim_dir=sim_dir, readonly=readonly)
     return ConsoleApp(ctx, state_dir_override)

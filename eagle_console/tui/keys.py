@@ -14,6 +14,7 @@ BINDINGS: list[Binding] = [
     Binding("u", "rollback", "Rollback"),
     Binding("K", "kill_orphans", "Kill orphans", key_display="K"),
     Binding("e", "note", "Note"),
+    Binding("a", "approve", "Approve"),  # shown only while an agent's request waits (App.check_action)
     Binding("f", "follow", "Follow"),
     Binding("slash", "filter", "Filter", key_display="/"),
     Binding("z", "zoom", "Zoom"),
@@ -22,7 +23,7 @@ BINDINGS: list[Binding] = [
     Binding("q", "quit", "Quit"),
 ]
 # Actions that change the journal, the node or the plan's state: hidden and refused under --readonly.
-MUTATING = frozenset({"run", "next", "mark", "note", "rollback", "kill_orphans"})  # z, f, / only look
+MUTATING = frozenset({"run", "next", "mark", "note", "rollback", "kill_orphans", "approve"})  # z, f, / only look
 # Keys that exist but are not bindings (Textual's own), for the help screen.
 EXTRA_KEYS = (("tab / shift+tab", "move focus between panes"), ("ctrl+p", "command palette: every action below"),
               ("↑ ↓ j k ← → enter", "move in the plan tree, fold a phase"),
@@ -36,6 +37,7 @@ DIALOG_KEYS = (
     ("Mark", "↑↓ pick a status · enter, then type a note (optional) · enter mark · esc cancel"),
     ("Roll back", "enter roll back · c with or without its dependents · esc cancel"),
     ("Note", "type · enter save · esc cancel"),
+    ("Approve", "↑↓ approve or deny · enter, then a note (optional) · enter answer · esc close"),
 )
 
 

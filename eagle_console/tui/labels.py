@@ -19,6 +19,7 @@ STATUS_STYLE = {
 PRIORITY_MARK = {"high": "!", "medium": " ", "low": "↓"}
 UNMET_MARK = "⇠"  # waits on a step that is not completed yet
 RUNNING_MARK = "⟳"
+APPROVAL_MARK = "⚠ approve?"  # an agent's request waits on this step (a answers it)
 
 
 def elapsed_text(seconds: float) -> str:
@@ -32,7 +33,7 @@ def elapsed_text(seconds: float) -> str:
 
 
 def node_label(item_id: str, title: str, status: str, priority: str, *, width: int,
-               elapsed: float | None = None, unmet: bool = False) -> Text:
+               elapsed: float | None = None, unmet: bool = False, awaiting: bool = False) -> Text:
     """One tree line fitted to `width` cells; the title gives way first, the status and timer never do."""
     glyph = GLYPHS.get(status, "?")
     tail = ""
@@ -40,6 +41,8 @@ def node_label(item_id: str, title: str, status: str, priority: str, *, width: i
         tail = f"  {RUNNING_MARK} {elapsed_text(elapsed)}"
     if unmet:
         tail += f" {UNMET_MARK}"
+    if awaiting:
+        tail += f" {APPROVAL_MARK}"
     head = f"{glyph} {PRIORITY_MARK.get(priority, ' ')}{item_id} "
     room = width - cells.cells(head) - cells.cells(tail)
     label = Text()
@@ -52,6 +55,8 @@ def node_label(item_id: str, title: str, status: str, priority: str, *, width: i
         label.append(f"  {RUNNING_MARK} {elapsed_text(elapsed)}", style=tstyle("ec.warn"))
     if unmet:
         label.append(f" {UNMET_MARK}", style=tstyle("ec.info"))
+    if awaiting:
+        label.append(f" {APPROVAL_MARK}", style=tstyle("ec.warn"))
     return label
 
 

@@ -14,6 +14,7 @@ from eagle_console.plan.model import EMPTY
 
 if TYPE_CHECKING:
     from eagle_console.journal import Journal, Note, Run, StepState
+    from eagle_console.journal.approvals import Approval
     from eagle_console.plan.model import Plan
 
 
@@ -24,9 +25,14 @@ class Snapshot(NamedTuple):
     states: Mapping[str, StepState] = EMPTY
     runs: Mapping[str, Run] = EMPTY  # latest action run per step
     notes: Mapping[str, list[Note]] = EMPTY
+    approvals: tuple[Approval, ...] = ()  # requests awaiting a person (an agent's run, rollback, kill), oldest first
 
     def statuses(self) -> dict[str, str]:
         return {k: v.status for k, v in self.states.items()}
+
+    def awaiting(self, item_id: str | None) -> Approval | None:
+        """The request awaiting approval on this step or phase, if any."""
+        return next((a for a in self.approvals if item_id is not None and a.target == item_id), None)
 
 
 def read_snapshot(journal: Journal) -> Snapshot:
@@ -39,7 +45,7 @@ def read_snapshot(journal: Journal) -> Snapshot:
     notes: dict[str, list[Note]] = {}
     for note in journal.notes():
         notes.setdefault(note.step_id, []).append(note)
-    return Snapshot(event_id, journal.states(), runs, notes)
+    return Snapshot(event_id, journal.states(), runs, notes, tuple(a for a in journal.approvals() if a.open))
 
 
 class FileStamp(NamedTuple):

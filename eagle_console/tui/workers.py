@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual.worker import get_current_worker
 
-from eagle_console.journal import Refused
+from eagle_console.journal import EventKind, Refused
 from eagle_console.ops import notices, rollback, steps
 from eagle_console.ops.hints import Hints, refusal_text
 from eagle_console.tui import messages
@@ -31,7 +31,7 @@ PLAN_POLL_S = 0.5
 RECONCILE_S = 3.0
 # How the console names its controls in texts from ops (the CLI names its commands and flags instead).
 CONSOLE_HINTS = Hints(run=" (r)", mark=" (m)", cascade=", or roll back with its dependents (c)",
-                      force="", rollback=" (u)")
+                      force="", rollback=" (u)", approve=" (a)")
 
 
 def run_op(post: Post, fn: Callable[..., str], *args: Any) -> None:
@@ -80,9 +80,10 @@ class Notices:
             if events:
                 self._seen = max(e.id for e in events)
         for event in events:
-            notice = notices.event_notice(ctx.plan, event)
-            if notice:
-                post(messages.OpDone(notice[0], notice[1], 8 if notice[1] == "error" else 4))
+            notice = notices.event_notice(ctx.plan, event, CONSOLE_HINTS)
+            if notice:  # a request for approval stays up longer: someone has to answer it
+                timeout = 8 if notice[1] == "error" else 30 if event.kind == EventKind.APPROVAL_ASKED else 4
+                post(messages.OpDone(notice[0], notice[1], timeout))
 
 
 def poll(post: Post, ctx: ConsoleContext, last_id: int | None, state_dir_override: Path | None) -> None:
@@ -128,5 +129,5 @@ def _plan_file_changed(ctx: ConsoleContext, path: Path, state_dir_override: Path
     if load.plan is not None and load.plan.state_dir != ctx.plan.state_dir:
         from eagle_console.journal import Journal
 
-        journal = Journal.for_plan(load.plan, readonly=ctx.readonly)
+        journal = Journal.for_plan(load.plan, readonly=ctx.readonly, face=ctx.journal.face)
     return messages.PlanFileChanged(load, journal)

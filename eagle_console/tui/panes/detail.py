@@ -24,6 +24,11 @@ if TYPE_CHECKING:
 DRAFTER_POLL_S = 1.0  # the verdict is right within ~1 s of a fix or a rollback
 
 
+def _person(who: str | None, face: str | None) -> str:
+    """`alice via agent:claude-code`: who acted, and through which face (console, cli, agent:<client>)."""
+    return f"{who} via {face}" if who and face else who or face or "?"
+
+
 def _when(at: float) -> str:
     same_day = time.strftime("%Y-%m-%d", time.localtime(at)) == time.strftime("%Y-%m-%d")
     return time.strftime("%H:%M" if same_day else "%Y-%m-%d %H:%M", time.localtime(at))
@@ -52,7 +57,11 @@ def describe(plan: Plan, item_id: str | None, snap: Snapshot | None, width: int 
     if phase is not None:
         st = plan_statuses(plan, step_status)[phase.id]
         done = sum(1 for s in phase.steps if step_status.get(s.id) in ("completed", "skipped"))
-        return Text(f"phase {phase.id} · {st} · {done}/{len(phase.steps)} steps done · {phase.title}")
+        ask = snap.awaiting(phase.id) if snap else None
+        waiting = (f"\n⚠ request {ask.id}: {ask.asker()} asks to {ask.summary} — a approves or denies"
+                   if ask is not None else "")
+        return Text(f"phase {phase.id} · {st} · {done}/{len(phase.steps)} steps done · {phase.title}"
+                    + printable(waiting, multiline=True))
     step = plan.step(item_id)
     if step is None:
         return Text(f"{item_id}: no longer in the plan", style="dim")
@@ -71,10 +80,12 @@ def describe(plan: Plan, item_id: str | None, snap: Snapshot | None, width: int 
     if state is None:
         second.append("pending (never changed)")
     else:
-        who = f" by {state.who}" if state.who else ""
+        who = f" by {_person(state.who, state.face)}" if state.who or state.face else ""
         second.append(f"{state.status} {_when(state.at)}{who}" + (f" ({state.reason})" if state.reason else ""))
     run = snap.runs.get(step.id) if snap else None
     if run is not None:
+        if run.face and run.face != (state.face if state else None):  # started through another face
+            second.append(f"run by {_person(run.who, run.face)}")
         if run.pid:
             second.append(f"pid {run.pid}")
         if run.log:
@@ -86,7 +97,11 @@ def describe(plan: Plan, item_id: str | None, snap: Snapshot | None, width: int 
     if notes:
         last = notes[-1]
         more = f" (+{len(notes) - 1} more)" if len(notes) > 1 else ""
-        second.append(f"note: {last.text}{more}")
+        by = f" ({_person(last.who, last.face)})" if last.face else ""
+        second.append(f"note{by}: {last.text}{more}")
+    ask = snap.awaiting(step.id) if snap else None
+    if ask is not None:  # first in line: a person must answer it
+        second.insert(0, f"⚠ request {ask.id}: {ask.asker()} asks to {ask.action} it — a approves or denies")
     out = Text(first, style="bold")
     out.append("\n")
     out.append(printable(" · ".join(second), multiline=False))  # notes, who, reasons: journal text

@@ -68,7 +68,8 @@ class PlanPane(Tree[str]):
             node = self._item_nodes.get(phase.id)
             if node is not None:
                 self._set(node, node_label(phase.id, phase.title, statuses[phase.id], phase.priority,
-                                           width=width - _CHROME - 2))  # the ▼ and a space
+                                           width=width - _CHROME - 2,  # the ▼ and a space
+                                           awaiting=snap is not None and snap.awaiting(phase.id) is not None))
             for step in phase.steps:
                 node = self._item_nodes.get(step.id)
                 if node is None:
@@ -79,7 +80,8 @@ class PlanPane(Tree[str]):
                            else None)
                 unmet = status not in ("completed", "skipped") and bool(unmet_needs(plan, step, step_status))
                 self._set(node, node_label(step.id, step.title, status, step.priority,
-                                           width=width - _CHROME - _GUIDE, elapsed=elapsed, unmet=unmet))
+                                           width=width - _CHROME - _GUIDE, elapsed=elapsed, unmet=unmet,
+                                           awaiting=snap is not None and snap.awaiting(step.id) is not None))
 
     @property
     def selected_id(self) -> str | None:

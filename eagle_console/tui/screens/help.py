@@ -10,7 +10,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
 from eagle_console.tui.keys import dialog_keys
-from eagle_console.tui.labels import GLYPHS, RUNNING_MARK, UNMET_MARK
+from eagle_console.tui.labels import APPROVAL_MARK, GLYPHS, RUNNING_MARK, UNMET_MARK
 
 
 def key_lines(keys: list[tuple[str, str]]) -> str:
@@ -35,7 +35,7 @@ class HelpScreen(ModalScreen[None]):
             yield Static(key_lines(self.keys), id="help-keys")
             legend = "  ".join(f"{g} {s}" for s, g in GLYPHS.items())
             yield Static(f"\n{legend}\n! high priority  ↓ low  {RUNNING_MARK} running for  "
-                         f"{UNMET_MARK} needs not met", classes="hint")
+                         f"{UNMET_MARK} needs not met  {APPROVAL_MARK} an agent asks (a)", classes="hint")
             inside = dialog_keys(self.readonly)
             if inside:
                 yield Static("\nInside the dialogs", classes="help-head")
