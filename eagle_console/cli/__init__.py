@@ -11,6 +11,7 @@ import difflib
 import importlib
 import os
 import sys
+from typing import NoReturn
 
 from eagle_console import __version__
 from eagle_console.cli import color
@@ -70,7 +71,8 @@ def _did_you_mean(word: str, choices) -> str:
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with a "did you mean" on a mistyped choice (subcommand, status, --format)."""
+    """argparse with one rule for bad usage: one line on stderr (no usage block), exit 2, and a "did you
+    mean" on a mistyped choice (subcommand, status, --format) or option (`--jsn`), at every level."""
 
     def _check_value(self, action: argparse.Action, value) -> None:
         if action.choices is not None and value not in action.choices:
@@ -78,6 +80,38 @@ class Parser(argparse.ArgumentParser):
             hint = _did_you_mean(value, action.choices)
             known = ", ".join(map(str, action.choices))
             raise argparse.ArgumentError(action, f"unknown {what} {value!r}{hint} (choose from {known})")
+
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        # argparse hands words no subcommand knows up to the top, which then names neither the subcommand
+        # nor its options: the deepest command chosen says it, with its own options to suggest from.
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            chosen = _chosen_parser(self, parsed)
+            chosen.error(_unknown_words(extras, chosen))
+        return parsed
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _chosen_parser(parser: argparse.ArgumentParser, ns: argparse.Namespace) -> argparse.ArgumentParser:
+    """The (sub)parser of the command `ns` holds: `eagle-console drafter check`'s for `drafter check …`."""
+    while True:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        name = getattr(ns, subs[0].dest, None) if subs else None
+        if name not in (subs[0].choices if subs else {}):
+            return parser
+        parser = subs[0].choices[name]
+
+
+def _unknown_words(extras: list[str], parser: argparse.ArgumentParser) -> str:
+    flags = [w for w in extras if w.startswith("-") and w != "-"]
+    if not flags:
+        return f"unexpected argument{'s' if len(extras) > 1 else ''} {' '.join(map(repr, extras))}"
+    flag = flags[0].split("=", 1)[0]
+    close = difflib.get_close_matches(flag, list(parser._option_string_actions), n=1, cutoff=0.6)
+    text = f"unknown option {flag}" + (f", did you mean {close[0]}?" if close else "")
+    return text + (f" (unexpected: {' '.join(extras)})" if len(extras) > 1 else "")
 
 
 def _add_color_everywhere(parser: argparse.ArgumentParser) -> None:
@@ -161,9 +195,9 @@ def main(argv: list[str] | None = None) -> int:
         args_in = [*args_in, "tui"]
     elif rest[0] not in commands and not rest[0].startswith("-"):
         if not _looks_like_plan(rest[0]):
-            hint = _did_you_mean(rest[0], commands)
-            print(f"eagle-console: unknown command {rest[0]!r}{hint}\n"
-                  f"commands: {', '.join(commands)}; to open a plan: eagle-console PLAN.toml", file=sys.stderr)
+            hint = _did_you_mean(rest[0], commands)  # one line, as every bad usage (docs/cli.md)
+            print(f"eagle-console: unknown command {rest[0]!r}{hint} (commands: {', '.join(commands)}; "
+                  "to open a plan: eagle-console PLAN.toml)", file=sys.stderr)
             return 2
         args_in = [*args_in[:lead], "tui", *rest]
     args = parser.parse_args(args_in)

@@ -82,10 +82,12 @@ def _validate_one(path: str, state_dir: str | None) -> dict[str, Any]:
     try:
         plan = load(Path(path), state_dir=Path(override) if override else None, check_builtins=True,
                     warnings=warnings)
-    except PlanError as exc:
+    except PlanError as exc:  # its warnings too, in file order with the errors: every problem in one pass
+        both = sorted([*exc.errors, *warnings], key=lambda e: (e.line is None, e.line or 0, e.column or 0))
         return {"ok": False, "plan": _plan_id_guess(Path(path)), "path": path,
                 "errors": [{"line": e.line, "column": e.column, "message": e.message} for e in exc.errors],
-                "lines": exc.format_all()}
+                "warnings": [{"line": w.line, "column": w.column, "message": w.message} for w in warnings],
+                "lines": PlanError(Path(path), both).format_all()}
     return {"ok": True, "plan": plan.id, "path": path, "errors": [], "lines": [],
             "phases": len(plan.phases), "steps": sum(1 for _ in plan.steps()),
             "warnings": [{"line": w.line, "column": w.column, "message": w.message} for w in warnings],

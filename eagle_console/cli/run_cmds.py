@@ -55,10 +55,17 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
     add_state_dir(p)
 
 
-def _engine(args: argparse.Namespace, readonly: bool = False):
+def _engine(args: argparse.Namespace, readonly: bool = False, check=None):
+    """The plan's engine; `check(plan, id)` (ops.steps) first refuses an id the plan does not have as bad
+    input (exit 2, before the journal is opened), as `mark` does."""
     from eagle_console.engine.runner import Engine
 
     plan = load_plan(args.plan, args.state_dir)
+    if check is not None:
+        try:
+            check(plan, args.target if hasattr(args, "target") else args.step)
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
     return Engine(plan, open_journal(plan, readonly=readonly))
 
 
@@ -83,12 +90,16 @@ def _start(engine, step_id: str, args: argparse.Namespace, force: bool = False) 
     from eagle_console.ops import steps
 
     request = steps.run_request(engine.plan, step_id)
+    again = steps.rerun_text(engine, step_id)  # "0.2 completed at 14:02; running it again"
     if request.confirm:
-        _confirm(f"run {request.step.id} ({request.step.title})?", args.yes)
+        _confirm(f"{again}: " * bool(again) + f"run {request.step.id} ({request.step.title})?", args.yes)
     try:
-        return steps.start_run(engine, step_id, force=force)
+        run_id = steps.start_run(engine, step_id, force=force)
     except Refused as exc:
         raise _refused(exc) from None
+    if again:
+        print(again)
+    return run_id
 
 
 def _report(engine, run_id: int, wait: bool, quiet: bool = False) -> int:
@@ -167,7 +178,9 @@ class _OutputStream:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    engine = _engine(args)
+    from eagle_console.ops import steps
+
+    engine = _engine(args, check=steps.check_runnable)
     return _report(engine, _start(engine, args.step, args, force=args.force), args.wait, args.quiet)
 
 
@@ -186,9 +199,9 @@ def cmd_next(args: argparse.Namespace) -> int:
 
 def cmd_rollback(args: argparse.Namespace) -> int:
     from eagle_console.journal import Refused
-    from eagle_console.ops import rollback
+    from eagle_console.ops import rollback, steps
 
-    engine = _engine(args)
+    engine = _engine(args, check=steps.check_target)
     try:
         items = rollback.plan(engine, args.target, args.cascade, args.force)
     except Refused as exc:
@@ -216,12 +229,10 @@ def cmd_rollback(args: argparse.Namespace) -> int:
 
 
 def cmd_log(args: argparse.Namespace) -> int:
-    from eagle_console.ops import logs
+    from eagle_console.ops import logs, steps
 
-    engine = _engine(args, readonly=True)  # a reader: a dead supervisor's run ends in memory
-    engine.reconcile()
-    if engine.plan.step(args.step) is None:
-        raise CliError(f"no step {args.step!r} in plan {engine.plan.id}")
+    engine = _engine(args, readonly=True, check=steps.check_step)  # a phase has no log of its own
+    engine.reconcile()  # a reader: a dead supervisor's run ends in memory
     run = logs.latest_log_run(engine.journal, args.step)
     if run is None:
         raise CliError(f"step {args.step} has not run yet: no log", code=1)

@@ -111,6 +111,12 @@ def _node_logs(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
             plan = load_plan(Path(plan_path))
         except PlanError as exc:
             raise CliError(f"{plan_path}: {exc}") from None
+        from eagle_console.ops.steps import check_step
+
+        try:
+            check_step(plan, step, "give its sglang.server step ({steps})")
+        except ValueError as exc:
+            raise CliError(f"--service: {exc}") from None
         ranks = load_ranks(plan.state_dir / "artifacts" / step)
         if not ranks:
             raise CliError(f"step {step}: no ranks recorded (not a multi-node sglang.server, or never run)")

@@ -125,15 +125,69 @@ def run_request(plan: Plan, step_id: str) -> RunRequest:
     return RunRequest(plan.step(step_id))
 
 
+def check_step(plan: Plan, step_id: str, of_phase: str = "give one of its steps ({steps})") -> Step:
+    """The step `step_id`; ValueError (bad input: every face refuses it before doing anything) for a phase,
+    saying `of_phase` (with its {steps}), or for an id the plan does not have."""
+    step = plan.step(step_id)
+    phase = plan.phase(step_id) if step is None else None
+    if phase is not None:
+        steps = ", ".join(s.id for s in phase.steps) or "none"
+        raise ValueError(f"{step_id} is a phase; " + of_phase.format(steps=steps))
+    if step is None:
+        raise ValueError(unknown_id_text(plan, step_id, "step"))
+    return step
+
+
+def check_runnable(plan: Plan, step_id: str) -> Step:
+    """The step to run (`run`, `r`); ValueError for a phase or an unknown id."""
+    return check_step(plan, step_id, "run its steps ({steps}), or use next")
+
+
+def check_target(plan: Plan, target: str) -> None:
+    """A rollback's target: ValueError when it names neither a step nor a phase."""
+    if plan.step(target) is None and plan.phase(target) is None:
+        raise ValueError(unknown_id_text(plan, target, "step or phase"))
+
+
+def unknown_id_text(plan: Plan, given: str, what: str) -> str:
+    """`unknown step '0.7' in plan demo; steps: …` (and the phases, where a phase would do): every command
+    words an unknown id alike. The ids are listed, not guessed at: '0.7' is as near 0.4 as 0.1."""
+    text = f"unknown {what} {given!r} in plan {plan.id}; steps: {_known_steps(plan)}"
+    return text + (f"; phases: {', '.join(p.id for p in plan.phases)}" if "phase" in what else "")
+
+
 def start_run(engine: Engine, step_id: str, force: bool = False, who: str | None = None) -> int:
     """Start a step under a detached supervisor; its run id. Raises Refused with the engine's reason."""
     return engine.start(step_id, force=force, who=who)
 
 
+def rerun_text(engine: Engine, step_id: str) -> str | None:
+    """`0.2 completed at 14:02; running it again` when the step to start is completed, else None: running a
+    done step again is allowed (a check, a benchmark), so each face says it rather than doing it silently.
+    A completed service is up, and starting it is refused anyway."""
+    step = engine.plan.step(step_id)
+    if step is None or step.service:
+        return None
+    engine.reconcile()
+    state = engine.journal.states().get(step_id)
+    if state is None or state.status != "completed":
+        return None
+    return f"{step_id} completed at {clock(state.at)}; running it again"
+
+
+def clock(at: float) -> str:
+    """`14:02` today, `2026-12-03 14:02` on another day."""
+    same_day = time.strftime("%Y-%m-%d", time.localtime(at)) == time.strftime("%Y-%m-%d")
+    return time.strftime("%H:%M" if same_day else "%Y-%m-%d %H:%M", time.localtime(at))
+
+
 def start_step(engine: Engine, step_id: str) -> str:
-    """Start a step; returns the line to notify. Raises Refused with the engine's reason."""
+    """Start a step; returns the line to notify (saying so when the step was completed). Raises Refused
+    with the engine's reason."""
+    again = rerun_text(engine, step_id)
     run_id = start_run(engine, step_id)
-    return f"{step_id} started ({engine.journal.run_label(run_id)})"
+    label = engine.journal.run_label(run_id)
+    return f"{again} ({label})" if again else f"{step_id} started ({label})"
 
 
 class RunOutcome(NamedTuple):
@@ -165,14 +219,7 @@ def _known_steps(plan: Plan) -> str:
 
 def check_markable(plan: Plan, step_id: str) -> Step:
     """The step to mark; ValueError for a phase (its status follows its steps) or an unknown id."""
-    phase = plan.phase(step_id)
-    if phase is not None and plan.step(step_id) is None:
-        raise ValueError(f"{step_id} is a phase; a phase's status is derived from its steps — mark its steps "
-                         f"({', '.join(s.id for s in phase.steps) or 'none'})")
-    step = plan.step(step_id)
-    if step is None:
-        raise ValueError(f"unknown step {step_id!r} in plan {plan.id}; steps: {_known_steps(plan)}")
-    return step
+    return check_step(plan, step_id, "a phase's status is derived from its steps — mark its steps ({steps})")
 
 
 class Marked(NamedTuple):
@@ -218,9 +265,7 @@ def mark(journal: Journal, plan: Plan, step_id: str, status: str, note: str | No
 def note(journal: Journal, step_id: str, text: str, plan: Plan | None = None) -> str:
     """Add a note to a step or a phase; ValueError when it is empty or (given the plan) names neither."""
     if plan is not None and plan.step(step_id) is None and plan.phase(step_id) is None:
-        phases = ", ".join(p.id for p in plan.phases)
-        raise ValueError(f"unknown step {step_id!r} in plan {plan.id}; steps: {_known_steps(plan)}; "
-                         f"phases: {phases}")
+        raise ValueError(unknown_id_text(plan, step_id, "step or phase"))
     text = text.strip()
     if not text:
         raise ValueError("the note is empty")

@@ -35,12 +35,15 @@ PHASE_KEYS = ("id", "title", "priority", "needs", "description", "step")
 
 
 class Builder(PlanChecks):
+    stopped = False  # the document could not be walked at all (hazards): no further check may read it
+
     # -- the document -------------------------------------------------------------------------------------------
     def build(self, doc: dict[str, Any], state_dir: Path | None) -> Plan | None:
         hazards = document_hazards(doc)
         for hpath, message, at in hazards:
             self.error(hpath, message, at=at)
         if hazards:  # a huge int cannot even be printed in another message: stop at these
+            self.stopped = True
             return None
         self.check_keys(doc, TOP_KEYS, (), "the plan file")
         self.build_vars(doc)

@@ -14,8 +14,14 @@ class PlanChecks(StepReader):
     def check_builtin_args(self, doc: dict[str, Any]) -> None:
         from eagle_console.engine.builtins import builtin_class_or_none
 
-        for pi, ph in enumerate(doc.get("phase", [])):
-            for si, st in enumerate(ph.get("step", [])):
+        phases = doc.get("phase", [])
+        # Run on a plan with errors too (loader.parse_plan): a malformed phase or step is skipped here, its
+        # own error already said.
+        for pi, ph in enumerate(phases if isinstance(phases, list) else []):
+            steps = ph.get("step", []) if isinstance(ph, dict) else []
+            for si, st in enumerate(steps if isinstance(steps, list) else []):
+                if not isinstance(st, dict):
+                    continue
                 sp: Path_ = ("phase", pi, "step", si)
                 for path, table in ((sp, st), ((*sp, "check"), st.get("check")),
                                     ((*sp, "rollback"), st.get("rollback"))):

@@ -70,13 +70,15 @@ def parse_plan(data: bytes | str, path: Path, state_dir: Path | None = None,
         plan = builder.build(doc, Path(state_dir) if state_dir else None)
     except RecursionError:
         builder.errors.append(PlanIssue(None, None, "a value is nested too deeply"))
-        plan = None
-    if plan is not None and check_builtins:
+        builder.stopped, plan = True, None
+    if check_builtins and not builder.stopped:
+        # Also on a plan with other errors: an unknown built-in in one step must not hide a bad `grace` in
+        # another, or the operator fixes one error to be shown the next (one pass, plan-format.md).
         builder.check_builtin_args(doc)
+    if warnings is not None:  # beside the errors too: every problem in one pass
+        warnings.extend(PlanError(path, _ordered(builder.warnings)).errors)  # escaped like errors
     if builder.errors or plan is None:
         raise PlanError(path, _ordered(builder.errors))
-    if warnings is not None:
-        warnings.extend(PlanError(path, _ordered(builder.warnings)).errors)  # escaped like errors
     return plan
 
 
