@@ -257,6 +257,25 @@ def test_no_warning_without_quotes(tmp_path: Path) -> None:
     assert warnings == []
 
 
+def test_a_var_in_command_substitution_inside_double_quotes_is_not_self_quoted(tmp_path: Path) -> None:
+    """Defect: plans/extraction-sglang.toml's `check = "test \\"$(wc -l < ${dataset})\\" -ge 10000"` drew the
+    warning, though a $( … ) is a command of its own where the loader's quoting holds: bash shows it (the
+    hostile value stays one word), while `"$(echo "${v}")"` quotes it again and does warn."""
+    hostile = 'x"; touch PWNED; echo "'
+    text = (HEAD + f'[vars]\nv = {json.dumps(hostile)}\n\n' + PHASE
+            + step("0.1", '  run = "printf %s \\"$(printf %s ${v})\\" > out"\n')
+            + step("0.2", '  run = "printf %s \\"$(printf %s \\"${v}\\")\\" > out2"\n'))
+    warnings: list[PlanIssue] = []
+    plan = parse_plan(text, tmp_path / "p.toml", environ={}, warnings=warnings)
+    assert [(w.line, w.message.split(";")[0]) for w in warnings] == [
+        (at(text, 'run = "printf %s \\"$(printf %s \\"')[0], 'warning: "run" puts ${v} inside quotes')]
+    safe = plan.step("0.1").action.shell
+    subprocess.run(["bash", "-c", safe], cwd=tmp_path, check=True, timeout=30)
+    assert (tmp_path / "out").read_text() == hostile and not (tmp_path / "PWNED").exists()
+    subprocess.run(["bash", "-c", plan.step("0.2").action.shell], cwd=tmp_path, timeout=30)
+    assert (tmp_path / "PWNED").exists()  # what the warning is about
+
+
 # -- bidirectional overrides (Trojan Source) ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("raw", [r"\u202e", r"\u2066", r"\u202a"])

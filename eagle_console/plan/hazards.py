@@ -89,18 +89,28 @@ def self_quoted_vars(command: str) -> list[str]:
     """Names of `${var}` references inside single or double quotes of a `run` shell string.
 
     The loader shell-quotes each value it inserts; inside the plan's own quotes that quoting is undone
-    (`"${v}"` with v = `a"; rm -rf ~; "` runs rm), so a quoted reference is worth a warning.
+    (`"${v}"` with v = `a"; rm -rf ~; "` runs rm), so a quoted reference is worth a warning. A `$( … )`
+    starts a command of its own, unquoted even inside "…" (`"$(wc -l < ${f})"` is safe): each nesting keeps
+    its own quote.
     """
     names: list[str] = []
-    quote: str | None = None
+    quotes: list[str | None] = [None]  # the quote open at each $( … ) or ( … ) nesting, outermost first
     i = 0
     while i < len(command):
-        c = command[i]
+        c, quote = command[i], quotes[-1]
         if c == "\\" and quote != "'":
             i += 2
             continue
         if command.startswith("$${", i):
             i += 3
+            continue
+        if quote != "'" and command.startswith("$(", i) or quote is None and c == "(":
+            quotes.append(None)
+            i += 2 if c == "$" else 1
+            continue
+        if quote is None and c == ")" and len(quotes) > 1:
+            quotes.pop()
+            i += 1
             continue
         if c == "$" and quote is not None:
             m = _REF.match(command, i)
@@ -109,6 +119,6 @@ def self_quoted_vars(command: str) -> list[str]:
                 i = m.end()
                 continue
         if c in "\"'" and quote in (None, c):
-            quote = None if quote == c else c
+            quotes[-1] = None if quote == c else c
         i += 1
     return list(dict.fromkeys(names))
