@@ -43,7 +43,8 @@ EPILOG = """\
 exit status:
   0    success
   1    the operation ran and failed (a failed step or check, a finding of severity error)
-  2    bad usage or bad input (unknown command, invalid plan, missing file); one line on stderr
+  2    bad usage or bad input (unknown command or option, invalid plan, unknown step, missing file);
+       one line on stderr
   130  interrupted (^C)
 
 environment:

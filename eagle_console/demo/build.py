@@ -53,6 +53,7 @@ priority = "high"
   [[phase.step]]
   id = "0.1"
   title = "Kill any existing server processes"
+  description = "Earlier sessions left orphaned sglang schedulers holding GPU memory; release every handle."
   priority = "high"
   uses = "gpu.kill"
   with = {{ scope = "all", grace = "3s" }}
@@ -60,6 +61,7 @@ priority = "high"
   [[phase.step]]
   id = "0.2"
   title = "Prepare AQ-MedAI drafter directory (fix config, verify vocab mappings)"
+  description = "SGLang enforces context limits and K2.5 expects 262144 (AQ-MedAI ships 131072)."
   priority = "high"
   uses = "json.set"
   with = {{ path = "${{drafter}}/config.json", set = {{ max_position_embeddings = 262144 }} }}
@@ -68,6 +70,7 @@ priority = "high"
   [[phase.step]]
   id = "0.2b"
   title = "Compare the AQ-MedAI vocab mapping with the K2.5 drafter's"
+  description = "Keep AQ-MedAI's own d2t: its lm_head was trained against it. Record the figures, decide by note."
   priority = "medium"
   uses = "drafter.compare_vocab"
   with = {{ a = "${{drafter}}", b = "${{k25_drafter}}" }}
@@ -75,6 +78,7 @@ priority = "high"
   [[phase.step]]
   id = "0.3"
   title = "Launch SGLang with K2.5 base + AQ-MedAI drafter"
+  description = "TP 8 with EAGLE3 (2 steps, top-k 1, 3 draft tokens); NCCL_DEBUG=INFO, so the NCCL tab shows what each GPU pair uses."
   priority = "high"
   needs = ["0.1", "0.2"]
   uses = "sglang.server"
@@ -92,6 +96,7 @@ priority = "high"
   [[phase.step]]
   id = "0.4"
   title = "Benchmark single-stream throughput against the 82 tok/s baseline"
+  description = "Single stream, as the 82 tok/s baseline was measured; the from-scratch drafter gave 60 tok/s."
   priority = "high"
   needs = ["0.3"]
   uses = "sglang.bench"
@@ -106,6 +111,7 @@ needs = ["0"]
   [[phase.step]]
   id = "1.1"
   title = "Extract hidden states of layers 3/31/59 (300 samples)"
+  description = "The dump-patched server writes layers 3, 31 and 59 of every prefill: about 3 GB a sample, so watch the projection against free space."
   run = [{python_exe}, "-m", "eagle_console.sim.extract", "--out", "${{data}}/hidden_states", "--samples", "300", "--rate", "15", "--bytes-per-sample", "3080000000"]
   log = "logs/extract.log"
   watch = {{ extraction = {{ log = "logs/extract.log", output = "${{data}}/hidden_states", pattern = "*.safetensors", total = 300 }} }}
@@ -114,6 +120,7 @@ needs = ["0"]
   [[phase.step]]
   id = "1.2"
   title = "Verify extracted samples (keys, shapes, dtype, finite; longest included)"
+  description = "A sample of the files: the three layers' keys, shapes and dtype, finite values, and the longest sample."
   needs = ["1.1"]
   uses = "extraction.verify"
   with = {{ path = "${{data}}/hidden_states", pattern = "*.safetensors", sample = 20, hidden_size = 16 }}

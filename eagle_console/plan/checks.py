@@ -54,8 +54,8 @@ class PlanChecks(StepReader):
                 value = table.get("needs", [])
                 for i, need in enumerate([value] if isinstance(value, str) else
                                          value if isinstance(value, list) else []):
-                    if isinstance(need, str) and need not in seen:
-                        close = difflib.get_close_matches(need, known, n=1)
+                    if isinstance(need, str) and need not in seen:  # never suggest waiting for itself
+                        close = difflib.get_close_matches(need, [k for k in known if k != table.get("id")], n=1)
                         hint = f'; did you mean "{close[0]}"?' if close else ""
                         self.error((*path, "needs", i), f'needs names unknown id "{need}"{hint}')
         self.check_cycles(phases, needs_at)
