@@ -31,12 +31,10 @@ class CliError(Exception):
         self.code = code
 
 
-# Every --json document (an object) carries "schema": JSON_SCHEMA, raised on an incompatible change
-# (spec cli.md, Additions). Lists (todowrite, validate of several plans) stay lists.
-JSON_SCHEMA = 1
-
-
 def print_json(obj: Any) -> None:
+    """One JSON document on stdout; an object carries "schema" (plan.export.JSON_SCHEMA)."""
+    from eagle_console.plan.export import JSON_SCHEMA
+
     if isinstance(obj, dict) and "schema" not in obj:
         obj = {"schema": JSON_SCHEMA, **obj}
     json.dump(obj, sys.stdout, indent=2, default=str)

@@ -221,11 +221,6 @@ def cmd_export(args: argparse.Namespace) -> int:
         text = render(journal, plan, args.format)
     finally:
         journal.close()
-    if args.format == "json":  # a JSON object: it carries "schema" as every other one does (docs/cli.md)
-        import json
-
-        print_json(json.loads(text))
-        return 0
     sys.stdout.write(printable(text) if args.format == "markdown" else text)  # JSON escapes itself
     sys.stdout.flush()
     return 0

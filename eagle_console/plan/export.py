@@ -21,6 +21,11 @@ if TYPE_CHECKING:
 # The export formats, one list: the CLI's `--format` choices and ops.export's files.
 FORMATS = ("todowrite", "markdown", "json")
 
+# Every JSON document that is an object (each --json output, the json export) carries "schema": JSON_SCHEMA,
+# raised on an incompatible change (spec cli.md, Additions). Lists (todowrite, validate of several plans)
+# stay lists.
+JSON_SCHEMA = 1
+
 # Placeholders a `todo_label` may use.
 TODO_LABEL_FIELDS = ("id", "title", "phase", "phase_title", "priority", "kind")
 
@@ -138,7 +143,7 @@ def as_json(plan: Plan, step_status: Mapping[str, str], notes: Sequence[Note],
             step["results"] = [{"name": r.name, "value": r.value, "run_id": r.run_id, "at": r.at}
                                for r in results if r.step_id == step["id"]]
     doc["notes"] = [{"step": n.step_id, "text": n.text, "who": n.who, "face": n.face, "at": n.at} for n in notes]
-    return json.loads(json.dumps(doc, default=str))
+    return json.loads(json.dumps({"schema": JSON_SCHEMA, **doc}, default=str))
 
 
 def _run_doc(run: Run | None) -> dict[str, Any] | None:
