@@ -55,6 +55,8 @@ BAD_IDS = [
     (("log", "{P}", "0"), "0 is a phase; give one of its steps (0.1, 0.2)"),
     (("note", "{P}", "9.9", "x"), "unknown step or phase '9.9' in plan t"),
     (("nccl", "--service", "{P}", "9.9"), "--service: unknown step '9.9' in plan t"),
+    (("nccl", "--service", "{D}/nope.toml", "0.1"), "eagle-console: {D}/nope.toml: cannot read the plan: No such"),
+    (("status", "{D}/nope.toml"), "eagle-console: {D}/nope.toml: cannot read the plan: No such file or directory"),
 ]
 
 
@@ -62,8 +64,9 @@ BAD_IDS = [
 def test_an_id_the_plan_does_not_have_is_bad_input(plan: Path, argv: tuple[str, ...], says: str) -> None:
     """Defect: `run PLAN 0.7` and `rollback PLAN 9.9` exited 1 ("the operation ran and failed") while
     `mark PLAN 9.9 completed` exited 2; docs/cli.md says bad input is 2."""
-    r = cli(*(a.replace("{P}", str(plan)) for a in argv))
+    r = cli(*(a.replace("{P}", str(plan)).replace("{D}", str(plan.parent)) for a in argv))
     assert (r.returncode, r.stdout) == (2, ""), r
+    says = says.replace("{D}", str(plan.parent))
     assert r.stderr.count("\n") == 1 and r.stderr.startswith("eagle-console: ") and says in r.stderr, r.stderr
     assert not (plan.parent / ".eagle-console" / "t" / "runs").exists() or not any(
         (plan.parent / ".eagle-console" / "t" / "runs").iterdir())  # nothing was started

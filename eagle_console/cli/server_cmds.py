@@ -103,15 +103,12 @@ def _node_logs(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
             raise CliError(f"--node {item}: NAME=LOG expected")
         out.setdefault(name, []).append(str(_check_file(path)))
     if args.service:
-        from eagle_console.plan.loader import PlanError, load_plan
+        from eagle_console.cli.common import load_plan  # PLAN:LINE:COL: message, exit 2, as every command
+        from eagle_console.ops.steps import check_step
         from eagle_console.sglang.multinode_run import load_ranks
 
         plan_path, step = args.service
-        try:
-            plan = load_plan(Path(plan_path))
-        except PlanError as exc:
-            raise CliError(f"{plan_path}: {exc}") from None
-        from eagle_console.ops.steps import check_step
+        plan = load_plan(plan_path)
 
         try:
             check_step(plan, step, "give its sglang.server step ({steps})")
