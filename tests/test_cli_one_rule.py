@@ -86,6 +86,7 @@ USAGE = [
     (("drafter", "chek", "x"), "did you mean 'check'?"),
     (("mark", "{P}", "0.1", "complete"), "did you mean 'completed'?"),
     (("run", "{P}"), "eagle-console run: the following arguments are required: step"),
+    (("drafter",), "eagle-console drafter: give a subcommand: check, compare-vocab"),
 ]
 
 

@@ -26,7 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     cmp.add_argument("b", metavar="B", help="the other drafter folder")
     add_json(cmp)
     cmp.set_defaults(func=cmd_compare)
-    drafter.set_defaults(func=lambda args: (drafter.print_help(), 2)[1])
+    # `drafter` alone is bad usage: one line on stderr, exit 2, as every other (docs/cli.md)
+    drafter.set_defaults(func=lambda args: drafter.error(f"give a subcommand: {', '.join(dsub.choices)}"))
 
     ext = sub.add_parser("extraction", help="progress, size and free space of a hidden-state extraction")
     ext.add_argument("paths", nargs="+", metavar="LOG_OR_DIR", help="the job's log file(s) and/or output folder(s)")
