@@ -26,13 +26,27 @@ DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 COMMAND = re.compile(r"^(?P<prompt>\$ )?(?:\S*/)?eagle-console(?=\s|$)")
 ELLIPSIS = ("…", "...")
 
-# What cannot run on the demo node, with why (the command as the document writes it, comment cut).
+# What cannot run on the demo node, with why: the command as the documents write it (comment cut), or
+# "DOC: command" for one document's.
+AGENT_SESSION = "a recorded MCP session: an agent's requests and what followed them (tests/test_mcp_agent.py)"
 SKIP = {
     "eagle-console plans/phase0-aqmedai-probe.toml": "opens the console (a TUI); tests/test_tui_*.py drive it",
     ".venv/bin/eagle-console plans/phase0-aqmedai-probe.toml": "opens the console (a TUI)",
     "eagle-console extraction plans/logs/extract-hidden-states.log /data/eagle3/hidden_states/k25-sglang-10k "
     "--total 10000": "the real node's 10K extraction; the demo's, shown below it in operations.md, runs",
+    'eagle-console approve plans/demo.toml 28 --note "tp 8, as planned"':
+        "request 28 exists once an agent asked (tests/test_mcp_agent.py drives approvals)",
+    'eagle-console approve plans/demo.toml 28 --deny --note "not on a Friday"':
+        "request 28 exists once an agent asked (tests/test_mcp_agent.py drives approvals)",
+    "agent.md: eagle-console approve plans/demo.toml": AGENT_SESSION,
+    'agent.md: eagle-console approve plans/demo.toml 1 --note "go ahead"': AGENT_SESSION,
+    'agent.md: eagle-console approve plans/demo.toml 28 --note "tp 8, as planned"': AGENT_SESSION,
+    "agent.md: eagle-console status plans/demo.toml": AGENT_SESSION,
 }
+
+
+def skipped(doc: Path, text: str) -> str | None:
+    return SKIP.get(f"{doc.name}: {text}") or SKIP.get(text)
 
 # Exit status a shown command has when it is not 0 (its document shows the error it prints).
 EXIT = {
@@ -76,15 +90,23 @@ def doc_commands(path: Path) -> list[DocCommand]:
                 k += 1
                 continue
             text = re.sub(r"\s+#\s.*$", "", body[k].strip()[len(m.group("prompt") or ""):])
+            indent = body[k][:len(body[k]) - len(body[k].lstrip())]  # a session shown inside a larger block
             shown: list[str] = []
-            if m.group("prompt"):
-                while k + 1 < len(body) and not body[k + 1].startswith("$ "):
-                    k += 1
-                    shown.append(body[k])
+            while m.group("prompt") and k + 1 < len(body) and _continues(body[k + 1], indent):
+                k += 1
+                shown.append(body[k][len(indent):])
             before = "\n".join(blocks[b - 1][1]) + "\n" if b else None
             out.append(DocCommand(f"{path.relative_to(REPO)}:{first + k}", text, shown, before))
             k += 1
     return out
+
+
+def _continues(line: str, indent: str) -> bool:
+    """Whether `line` is still output of the `$` line above it: up to the next `$`; in a session shown
+    indented inside a larger block, only the lines so indented."""
+    if line.strip().startswith("$ "):
+        return False
+    return not indent or (line.startswith(indent) and bool(line.strip()))
 
 
 ALL = {path: doc_commands(path) for path in DOCS}
@@ -92,7 +114,8 @@ ALL = {path: doc_commands(path) for path in DOCS}
 
 def test_the_docs_show_commands_and_every_skip_is_still_shown() -> None:
     shown = {c.text for cmds in ALL.values() for c in cmds}
-    assert len(shown) >= 30
+    shown |= {f"{p.name}: {c.text}" for p, cmds in ALL.items() for c in cmds}
+    assert len(shown) >= 60
     assert not set(SKIP) - shown, "SKIP names a command no document shows any more"
     assert not set(EXIT) - shown, "EXIT names a command no document shows any more"
 
@@ -215,7 +238,7 @@ def shape(lines: list[str]) -> re.Pattern[str]:
 
 def json_keys(section: str) -> tuple[set[str], set[str]]:
     """docs/cli.md's "### `X --json`" section: the keys of its document's top level, and every name the
-    section mentions (keys present only in some cases are described in its prose)."""
+    section quotes or puts in backticks (keys present only in some cases are described in its prose)."""
     text = (REPO / "docs" / "cli.md").read_text()
     body = text.split(f"### `{section} --json`", 1)[1].split("\n### ", 1)[0].split("\n## ", 1)[0]
     doc = next(line for line in body.splitlines() if line.startswith("`{"))
@@ -227,7 +250,7 @@ def json_keys(section: str) -> tuple[set[str], set[str]]:
             depth -= 1
         elif depth == 1:
             top.add(m.group(1))
-    return top, set(re.findall(r'"([A-Za-z_]+)"', body))
+    return top, set(re.findall(r'["`]([A-Za-z_]+)["`]', body))
 
 
 def check_json(text: str, stdout: str) -> str | None:
@@ -272,7 +295,7 @@ def run_one(cmd: DocCommand, node: Node, tmp: Path) -> str | None:
 def test_doc_commands_run_on_the_demo_as_shown(doc: Path, node: Node, tmp_path: Path) -> None:
     wrong = []
     for cmd in ALL[doc]:
-        if cmd.text in SKIP:
+        if skipped(doc, cmd.text):
             continue
         why = run_one(cmd, node, tmp_path)
         if why:
