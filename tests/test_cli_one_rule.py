@@ -57,6 +57,7 @@ BAD_IDS = [
     (("nccl", "--service", "{P}", "9.9"), "--service: unknown step '9.9' in plan t"),
     (("nccl", "--service", "{D}/nope.toml", "0.1"), "eagle-console: {D}/nope.toml: cannot read the plan: No such"),
     (("status", "{D}/nope.toml"), "eagle-console: {D}/nope.toml: cannot read the plan: No such file or directory"),
+    (("approve", "{P}", "28"), "no request 28 in plan t's journal"),
 ]
 
 

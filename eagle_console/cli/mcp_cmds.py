@@ -82,6 +82,9 @@ def cmd_approve(args: argparse.Namespace) -> int:
             if not waiting and not args.json:
                 print("no request awaits approval")
             return 0
+        if journal.approval(args.run) is None:  # an id the journal never gave is bad input, as an unknown step
+            raise CliError(f"no request {args.run} in plan {plan.id}'s journal; "
+                           f"eagle-console approve {args.plan} lists those waiting")
         try:
             req = approvals.decide(Engine(plan, journal), args.run, not args.deny, args.note, sim)
         except Refused as exc:
