@@ -14,6 +14,7 @@ import signal
 import socket
 import stat
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -92,6 +93,10 @@ def test_a_second_fresh_gpus_is_answered_by_the_driver_the_first_started(cluster
     assert stat.S_IMODE(sock.stat().st_mode) == 0o600
     before = _ask(sock, "about")["ok"]
     assert before["pid"] == pid and before["address"] == cluster.address
+    argv = psutil.Process(pid).cmdline()  # every user's to read: the token is not there
+    assert argv[1:] == ["-m", DRIVER_MODULE, cluster.address, "--socket", str(sock), "--keep", "300"], argv
+    token = Path(os.environ["RAY_AUTH_TOKEN_PATH"]).read_text().strip()
+    assert token and token not in " ".join(argv) and token not in sock.name
 
     # every Python process of the second call says what it imports; a driver's stderr is its log
     second = _gpus(cluster, runtime, PYTHONPROFILEIMPORTTIME="1")
@@ -215,3 +220,34 @@ def test_single_node_commands_start_no_driver(tmp_path, runtime):
         r = cli(*argv, env=env)
         assert r.returncode == 0, (argv, r.stderr)
     assert not (runtime / "eagle-console").exists()
+
+
+HOME_OF = "from eagle_console.cluster.keptdriver import home; print(home())"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to plant a folder owned by another uid")
+def test_a_planted_or_linked_folder_is_not_used(cluster, tmp_path):
+    """Another user who made /tmp/eagle-console-UID first (or a symlink there) gets no socket of ours in it:
+    no driver is kept, and the command still answers with a driver of its own."""
+    me = os.getuid()
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    env.pop("XDG_RUNTIME_DIR")
+    planted = tmp_path / f"eagle-console-{me}"
+    planted.mkdir(mode=0o700)
+    os.chown(planted, NOBODY, NOBODY)
+    home = subprocess.run([sys.executable, "-c", HOME_OF], capture_output=True, text=True, env=env, timeout=60)
+    assert home.stdout.strip() == "None", home.stdout + home.stderr
+    r = cli("gpus", "--cluster", cluster.address, "--json", env={"TMPDIR": str(tmp_path), "XDG_RUNTIME_DIR": ""})
+    assert r.returncode == 0 and all(n["reachable"] for n in json.loads(r.stdout)["nodes"]), r.stdout + r.stderr
+    assert list(planted.iterdir()) == []
+
+    planted.rmdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    planted.symlink_to(elsewhere)
+    home = subprocess.run([sys.executable, "-c", HOME_OF], capture_output=True, text=True, env=env, timeout=60)
+    assert home.stdout.strip() == "None", home.stdout + home.stderr
+
+    planted.unlink()  # and one of our own is made 0700 and used
+    home = subprocess.run([sys.executable, "-c", HOME_OF], capture_output=True, text=True, env=env, timeout=60)
+    assert home.stdout.strip() == str(planted) and stat.S_IMODE(planted.stat().st_mode) == 0o700

@@ -144,12 +144,23 @@ def accept(listener: socket.socket, server: Server) -> None:
         pid, uid, _ = peer(sock)
         if uid != me:
             log(f"refused a connection from uid {uid} (pid {pid}): this driver serves uid {me} only")
-            with contextlib.suppress(OSError), sock:
-                send_timeout(sock, 1.0)
-                sock.sendall((json.dumps({"id": 0, "error": f"refused: this Ray driver serves uid {me} only, "
-                                          f"not uid {uid}", "kinds": ["PeerRefused"]}) + "\n").encode())
+            threading.Thread(target=_refuse, args=(sock, me, uid), daemon=True, name="refuse").start()
             continue
         server.add(sock)
+
+
+def _refuse(sock: socket.socket, me: int, uid: int) -> None:
+    """One line to another uid's connection, then closed. What it sent is discarded unparsed, and only then
+    the socket closed: closing with unread bytes resets the peer, which may lose the line."""
+    with contextlib.suppress(OSError), sock:
+        send_timeout(sock, 1.0)
+        sock.sendall((json.dumps({"id": 0, "error": f"refused: this Ray driver serves uid {me} only, not uid {uid}",
+                                  "kinds": ["PeerRefused"]}) + "\n").encode())
+        sock.shutdown(socket.SHUT_WR)
+        sock.settimeout(2.0)
+        for _ in range(64):  # at most 64 KiB, 2 s a read: a peer cannot hold this thread long
+            if not sock.recv(1024):
+                break
 
 
 def remove_socket(path: Path, inode: int) -> None:
