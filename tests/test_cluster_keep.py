@@ -178,6 +178,27 @@ def test_a_killed_or_stopped_driver_is_replaced(cluster, runtime):
             os.kill(second, signal.SIGKILL)
 
 
+def test_a_driver_stopped_under_an_open_connection_is_replaced_not_a_head_down(cluster, runtime, monkeypatch):
+    """A console holds its connection for hours; the operator stops the kept driver (`keptdriver stop`) or
+    another command replaces it. The console's next question goes to a fresh driver, and the head is not
+    said unreachable: only a driver that lost its head (its GCS gone, Ray's minute) says that."""
+    from eagle_console.cluster import link
+    from eagle_console.cluster.connect import cluster_nodes
+
+    link.shutdown()  # this process's connections: from here on, in this test's runtime dir
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    try:
+        assert {n.name for n in cluster_nodes(cluster.address) if n.alive} == {"a", "b"}
+        [(first, _)] = _kept(runtime)
+        assert stop_kept(runtime / "eagle-console") == [first]
+        assert {n.name for n in cluster_nodes(cluster.address) if n.alive} == {"a", "b"}
+        assert link.head_down(cluster.address) is None
+        [(second, _)] = _kept(runtime)
+        assert second != first
+    finally:
+        link.shutdown()
+
+
 def _fd_drivers(address: str) -> list[int]:
     """Drivers of `address` that serve one asker (EAGLE_CONSOLE_RAY_KEEP_S=0)."""
     out = []

@@ -191,7 +191,10 @@ class _Head:
         if child is not None and not link.opened.kept:
             child.wait()
         why = self.death_reason(link)
-        if link.ready.done() and link.ready.exception() is None and link is self.link:  # connected: Ray ended it
+        connected = link.ready.done() and link.ready.exception() is None
+        # it lost the head (Ray ended it, or it saw the GCS gone): the head is down. Ended otherwise (stopped by
+        # the operator, replaced by another command as stuck): the next call reaches or starts another.
+        if connected and link is self.link and ("GCS" in why or "head is lost" in why):
             self.mark_down(why)
         err = HeadUnreachable(self.down_text() or why) if self.down_since else ClusterError(why)
         _settle(link.ready, {"error": why, "kinds": ["DriverExited"]})
@@ -329,17 +332,23 @@ def call(address: str, op: str, timeout: float | None = None, *, gcs: bool = Fal
     """Ask the driver; at most `timeout` seconds (CALL_S by default) after it is connected. `gcs`: the answer
     comes from the GCS alone, so no answer means the head is unreachable (not a slow node)."""
     head = _head(address)
-    link = connect(address)
     wait = CALL_S if timeout is None else timeout
-    rid = next(link.ids)
     fut: Future = Future()
-    link.pending[rid] = fut
-    try:
-        with head.lock:
-            link.send({"id": rid, "op": op, "timeout": wait, "args": args})
-    except OSError:  # it ended, or stopped reading (a send bounded by SO_SNDTIMEO)
-        link.pending.pop(rid, None)
-        raise HeadUnreachable(head.down_text() or "the Ray driver ended") from None
+    for attempt in (1, 2):
+        link = connect(address)
+        rid = next(link.ids)
+        link.pending[rid] = fut
+        try:
+            with head.lock:
+                link.send({"id": rid, "op": op, "timeout": wait, "args": args})
+            break
+        except OSError:  # it ended (a kept driver stopped or replaced), or stopped reading (SO_SNDTIMEO)
+            link.pending.pop(rid, None)
+            if head.link is link:
+                head.stop()
+            if attempt == 2 or head.down_since is not None:
+                raise HeadUnreachable(head.down_text() or "the Ray driver ended") from None
+            # the question never left: asked once more, of a driver reached or started afresh
     try:
         value = fut.result(timeout=wait + 0.5)
     except FutureTimeout:
