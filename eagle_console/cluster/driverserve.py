@@ -71,10 +71,14 @@ class Server:
         self.outcome: dict[str, Any] | None = None  # the connect's line, once known
         self.accepted = 0
         self.last = time.monotonic()  # the last asker's coming, going or request
+        self.closing = False  # idle for good: an asker who comes now is closed unanswered and starts another
 
-    def add(self, sock: socket.socket) -> Conn:
+    def add(self, sock: socket.socket) -> Conn | None:
         conn = Conn(sock)
         with self.lock:
+            if self.closing:
+                sock.close()
+                return None
             self.conns.add(conn)
             self.accepted += 1
             self.last = time.monotonic()
@@ -110,10 +114,14 @@ class Server:
         if self.on_end is not None:
             self.on_end(conn)
 
-    def idle_for(self) -> float | None:
-        """Seconds since the last asker left, or None while one is connected."""
+    def close_if_idle(self, keep: float) -> bool:
+        """No asker for `keep` seconds: from now on none is taken (the check and the closing at once, so an
+        asker is never answered `hello` by a driver about to exit)."""
         with self.lock:
-            return None if self.conns else time.monotonic() - self.last
+            if self.conns or time.monotonic() - self.last < keep:
+                return False
+            self.closing = True
+            return True
 
 
 # -- a kept driver: its lock, its socket, its watch ----------------------------------------------------------
@@ -176,8 +184,7 @@ def watch(server: Server, address: str, keep: float, leave: Callable[..., None])
     next_probe = time.monotonic() + PROBE_EVERY_S
     while True:
         time.sleep(1.0)
-        idle = server.idle_for()
-        if idle is not None and idle >= keep:
+        if server.close_if_idle(keep):
             leave(f"no asker for {keep:g}s", polite=True)
         if time.monotonic() < next_probe:
             continue
