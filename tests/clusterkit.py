@@ -27,9 +27,7 @@ import psutil
 import pytest
 
 HAVE_RAY = importlib.util.find_spec("ray") is not None
-# Every process of the session (the CLI, consoles, this one) keeps its Ray drivers here, not in the user's.
-RUNTIME = Path(tempfile.mkdtemp(prefix="ecrt-", dir="/tmp"))  # short: a socket path is at most 107 bytes
-os.environ["XDG_RUNTIME_DIR"] = str(RUNTIME)
+RUNTIME: Path | None = None  # the session's XDG_RUNTIME_DIR (pytest_configure)
 needs_ray = pytest.mark.skipif(not HAVE_RAY, reason="Ray is not installed (pip install '.[cluster]')")
 GPUS = {"a": 2, "b": 3}
 
@@ -63,12 +61,21 @@ def ray_cluster():
     shutil.rmtree(cluster.root, ignore_errors=True)
 
 
-def pytest_sessionfinish(session, exitstatus) -> None:
+def pytest_configure(config) -> None:
+    """Every process of the session (the CLI, consoles, this one) keeps its Ray drivers in a runtime dir of
+    the session's, not the user's."""
+    global RUNTIME
+    RUNTIME = Path(tempfile.mkdtemp(prefix="ecrt-", dir="/tmp"))  # short: a socket path is at most 107 bytes
+    os.environ["XDG_RUNTIME_DIR"] = str(RUNTIME)
+
+
+def pytest_unconfigure(config) -> None:
     """No kept driver outlives the session."""
     from eagle_console.cluster.keptdriver import stop_kept
 
-    stop_kept(RUNTIME / "eagle-console")
-    shutil.rmtree(RUNTIME, ignore_errors=True)
+    if RUNTIME is not None:
+        stop_kept(RUNTIME / "eagle-console")
+        shutil.rmtree(RUNTIME, ignore_errors=True)
 
 
 def cluster_plan(tmp_path: Path, cluster, steps: str) -> Path:

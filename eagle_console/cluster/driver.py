@@ -203,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
         serve.log(serve.EXIT_MARK + why)
         if sock_path is not None:
             serve.remove_socket(sock_path, inode)  # first: a new asker starts a fresh driver instead of waiting on us
+        if _server is not None and sock_path is not None:
+            _server.close_all()
         if polite:
             _polite_shutdown()
         os._exit(code)  # no interpreter teardown: Ray's atexit hook may wait on a dead head

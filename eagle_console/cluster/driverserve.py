@@ -114,6 +114,16 @@ class Server:
         if self.on_end is not None:
             self.on_end(conn)
 
+    def close_all(self) -> None:
+        """Every asker's connection shut, none taken any more: a driver on its way out answers nothing, and
+        what is sent to it fails at once (the asker asks another driver) instead of waiting on it."""
+        with self.lock:
+            self.closing = True
+            for conn in list(self.conns):
+                with conn.lock, contextlib.suppress(OSError):
+                    conn.open = False
+                    conn.sock.shutdown(socket.SHUT_RDWR)
+
     def close_if_idle(self, keep: float) -> bool:
         """No asker for `keep` seconds: from now on none is taken (the check and the closing at once, so an
         asker is never answered `hello` by a driver about to exit)."""

@@ -388,6 +388,7 @@ def stop_kept(folder: Path | None = None, grace: float = 5.0) -> list[int]:
     for pid, path in drivers:
         if not gone(pid, grace):
             end(pid, path)
+            gone(pid, 2.0)
     return [pid for pid, _ in drivers]
 
 

@@ -333,10 +333,10 @@ def call(address: str, op: str, timeout: float | None = None, *, gcs: bool = Fal
     comes from the GCS alone, so no answer means the head is unreachable (not a slow node)."""
     head = _head(address)
     wait = CALL_S if timeout is None else timeout
-    fut: Future = Future()
     for attempt in (1, 2):
         link = connect(address)
         rid = next(link.ids)
+        fut: Future = Future()  # its own each time: the ended driver's reader may fail the first one
         link.pending[rid] = fut
         try:
             with head.lock:
