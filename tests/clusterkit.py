@@ -4,6 +4,9 @@
 One cluster per test session (`ray_cluster`), started the product's way (`eagle_console.cluster.
 start_local_cluster`, as `demo --nodes` does): every port is picked free, so another cluster on this
 machine (another test run) is left alone, and the teardown stops exactly the processes it started.
+
+The session's kept Ray drivers (cluster/keptdriver.py: they outlive the CLI that started them) live in a
+runtime dir of the session's own (XDG_RUNTIME_DIR), and are stopped when the session ends.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import psutil
 import pytest
 
 HAVE_RAY = importlib.util.find_spec("ray") is not None
+RUNTIME: Path | None = None  # the session's XDG_RUNTIME_DIR (pytest_configure)
 needs_ray = pytest.mark.skipif(not HAVE_RAY, reason="Ray is not installed (pip install '.[cluster]')")
 GPUS = {"a": 2, "b": 3}
 
@@ -55,6 +59,23 @@ def ray_cluster():
     yield cluster
     cluster.stop()
     shutil.rmtree(cluster.root, ignore_errors=True)
+
+
+def pytest_configure(config) -> None:
+    """Every process of the session (the CLI, consoles, this one) keeps its Ray drivers in a runtime dir of
+    the session's, not the user's."""
+    global RUNTIME
+    RUNTIME = Path(tempfile.mkdtemp(prefix="ecrt-", dir="/tmp"))  # short: a socket path is at most 107 bytes
+    os.environ["XDG_RUNTIME_DIR"] = str(RUNTIME)
+
+
+def pytest_unconfigure(config) -> None:
+    """No kept driver outlives the session."""
+    from eagle_console.cluster.keptdriver import stop_kept
+
+    if RUNTIME is not None:
+        stop_kept(RUNTIME / "eagle-console")
+        shutil.rmtree(RUNTIME, ignore_errors=True)
 
 
 def cluster_plan(tmp_path: Path, cluster, steps: str) -> Path:

@@ -59,6 +59,7 @@ environment:
   EAGLE_CONSOLE_RAY_CONNECT_S  cluster: seconds to reach the Ray head (default 20)
   EAGLE_CONSOLE_RAY_CALL_S   cluster: seconds a question to the cluster may take (default 10)
   EAGLE_CONSOLE_RAY_RETRY_S  cluster: seconds before an unreachable head is asked again (default 5)
+  EAGLE_CONSOLE_RAY_KEEP_S   cluster: seconds the user's Ray driver stays without an asker (300; 0: none)
   EAGLE_CONSOLE_NODE_STATE   cluster node: where node runs' records are kept (~/.local/state/...)
   NO_COLOR                   set and not empty: no colour unless --color always
 

@@ -1,40 +1,50 @@
-"""The Ray driver, out of the console's process: `python -m eagle_console.cluster.driver ADDRESS`.
+"""The Ray driver, out of the console's process (cluster/link.py asks it; cluster/keptdriver.py finds it).
 
 Ray's client ends the process it lives in when it has lost the GCS for `gcs_rpc_server_reconnect_timeout_s`
 (60 s: "Failed to connect to GCS within 60 seconds ... The program will terminate", `src/ray/rpc/
 rpc_client.h`, Ray 2.60.0), and `ray.nodes()`, `JobSubmissionClient` and `ray.init` itself wait on a dead or
-cut-off head without a deadline. So neither the console nor the CLI imports Ray: they start this process
-(cluster/link.py) and ask it named questions, one JSON line each way over its stdin/stdout, each with a
-deadline kept on their side. Whatever Ray does to this process (ends it, blocks it) the asker survives and
-says "head unreachable". Its stderr — Ray's warnings ("SIGTERM handler is not set", reconnect chatter) — goes
-to a private log file, never the terminal of the console.
+cut-off head without a deadline. So neither the console nor the CLI imports Ray: they ask this process named
+questions, one JSON line each way over a Unix socket, each with a deadline kept on their side. Whatever Ray
+does to this process (ends it, blocks it) the asker survives and says "head unreachable". Its stderr — Ray's
+warnings ("SIGTERM handler is not set", reconnect chatter) — goes to a private log file, never a terminal.
 
-Only the operations below are served (no code travels over the pipe). Each request runs in a thread of its
-own, so a blocked call does not hold the others up; each Ray call is bounded here too (the request's
-timeout), so threads do not pile up. When the asker goes away (stdin closed) this process exits at once.
+    python -m eagle_console.cluster.driver ADDRESS --socket PATH --keep S
+        the user's kept driver (cluster/keptdriver.py): serves every asker of this user that connects to
+        PATH (the peer's uid, by SO_PEERCRED, must be ours), and exits after S seconds without one, when its
+        head's GCS port refuses (the GCS is gone: a restarted head is a new cluster), when the port has been
+        silent for LOST_S, or on SIGTERM — removing its socket first.
+    python -m eagle_console.cluster.driver ADDRESS --fd N
+        one asker's own driver (EAGLE_CONSOLE_RAY_KEEP_S=0): serves the socket it inherited as fd N and
+        exits when that asker closes it.
+
+Lines to an asker: {"id": -1, "pid": PID} at once on connecting (the asker knows this process is alive even
+while `ray.init` runs), then {"id": 0, "ok": "ready"} or the connect's error, then one answer per request
+{"id": N, "ok": ...} / {"id": N, "error", "kinds"}. Only the operations below are served (no code travels over
+the socket). Each request runs in a thread of its own, so a blocked call does not hold the others up; each
+Ray call is bounded here too (the request's timeout), so threads do not pile up.
 """
 
 from __future__ import annotations
 
-import json
+import argparse
 import os
+import signal
+import socket
 import sys
 import threading
+import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
-READY_ID = 0  # the first line: {"id": 0, "ok": "ready"} once connected, or the connect's error
-_out_lock = threading.Lock()
+from eagle_console.cluster import driverserve as serve
+from eagle_console.cluster.keptdriver import claim
+
+READY_ID = 0  # {"id": 0, "ok": "ready"} once connected, or the connect's error
 _connected = threading.Event()
 _tl = threading.local()  # the request's timeout, for the Jobs API's HTTP calls
-
-
-def _reply(message: dict[str, Any]) -> None:
-    line = json.dumps(message, default=str) + "\n"
-    with _out_lock:
-        sys.stdout.write(line)
-        sys.stdout.flush()
+_server: serve.Server | None = None
+_keep_s = 0.0
 
 
 def _error(exc: BaseException) -> dict[str, Any]:
@@ -141,51 +151,90 @@ def op_job(timeout: float, call: str, job_id: str = "", submit: dict[str, Any] |
     raise ValueError(f"no Jobs API call {call!r}")
 
 
-OPS: dict[str, Callable[..., Any]] = {"nodes": op_nodes, "agent": op_agent, "agents": op_agents, "job": op_job}
+def op_about(timeout: float) -> dict[str, Any]:
+    """This driver: its pid, how many askers it has served, its address and keep time (tests, benchmarks)."""
+    assert _server is not None
+    return {"pid": os.getpid(), "accepted": _server.accepted, "address": _address, "keep_s": _keep_s}
 
 
-def _serve(request: dict[str, Any]) -> None:
+OPS: dict[str, Callable[..., Any]] = {"nodes": op_nodes, "agent": op_agent, "agents": op_agents, "job": op_job,
+                                      "about": op_about}
+
+
+def _serve(conn: serve.Conn, request: dict[str, Any]) -> None:
     rid = request.get("id")
     timeout = float(request.get("timeout") or 10.0)
     if not _connected.wait(timeout):
-        _reply({"id": rid, "error": f"not connected to the cluster within {timeout:g}s", "kinds": ["ConnectTimeout"]})
+        conn.send({"id": rid, "error": f"not connected to the cluster within {timeout:g}s", "kinds": ["ConnectTimeout"]})
         return
     _tl.timeout = timeout
     try:
         op = OPS[request["op"]]
-        _reply({"id": rid, "ok": op(timeout, **request.get("args", {}))})
+        conn.send({"id": rid, "ok": op(timeout, **request.get("args", {}))})
     except BaseException as exc:  # noqa: BLE001 - every failure is the asker's answer
-        _reply({"id": rid, **_error(exc)})
+        conn.send({"id": rid, **_error(exc)})
+
+
+def _polite_shutdown() -> None:
+    """ray.shutdown, bounded: the GCS marks this driver's job finished (it may wait on a head gone bad)."""
+    if not _connected.is_set():
+        return
+    import ray
+
+    t = threading.Thread(target=ray.shutdown, daemon=True)
+    t.start()
+    t.join(5.0)
 
 
 def main(argv: list[str] | None = None) -> int:
-    global _address
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m eagle_console.cluster.driver ADDRESS", file=sys.stderr)
-        return 2
-    _address = args[0]
+    global _address, _server, _keep_s
+    ap = argparse.ArgumentParser(prog="python -m eagle_console.cluster.driver")
+    ap.add_argument("address")
+    way = ap.add_mutually_exclusive_group(required=True)
+    way.add_argument("--fd", type=int, help="serve this inherited socket, exit when it closes")
+    way.add_argument("--socket", type=Path, help="the kept driver's socket (its .lock and .log beside it)")
+    ap.add_argument("--keep", type=float, default=300.0, help="with --socket: exit after this many s without an asker")
+    args = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    _address, _keep_s = args.address, args.keep
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    sock_path, inode = None, 0
 
-    def read_requests() -> None:
-        pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="ask")
-        for line in sys.stdin:
-            try:
-                request = json.loads(line)
-            except ValueError:
-                continue
-            pool.submit(_serve, request)
-        os._exit(0)  # the asker is gone: no ray.shutdown, which may itself wait on a dead head
+    def leave(why: str, code: int = 0, polite: bool = False) -> None:
+        serve.log(serve.EXIT_MARK + why)
+        if sock_path is not None:
+            serve.remove_socket(sock_path, inode)  # first: a new asker starts a fresh driver instead of waiting on us
+        if _server is not None and sock_path is not None:
+            _server.close_all()
+        if polite:
+            _polite_shutdown()
+        os._exit(code)  # no interpreter teardown: Ray's atexit hook may wait on a dead head
 
-    threading.Thread(target=read_requests, daemon=True, name="requests").start()
+    if args.socket is not None:
+        if claim(args.socket.with_suffix(".lock")) is None:
+            return 0  # another driver serves this key: our asker connects to it
+        os.ftruncate(2, 0)  # our log (opened O_APPEND by the asker): this driver's life only
+        sock_path = args.socket
+        listener, inode = serve.listen(sock_path)
+        _server = serve.Server(_serve)
+        threading.Thread(target=serve.accept, args=(listener, _server), daemon=True, name="accept").start()
+        serve.log(f"serving {_address} on {sock_path}, for uid {os.getuid()}, until {_keep_s:g}s without an asker")
+    else:
+        _server = serve.Server(_serve, on_end=lambda conn: os._exit(0))  # our one asker is gone: so are we
+        _server.add(socket.socket(fileno=args.fd))
+    signal.signal(signal.SIGTERM, lambda *_: leave("stopped (SIGTERM)", polite=True))
     try:  # in the main thread: Ray sets its signal handlers there
         _connect(_address)
-    except BaseException as exc:  # noqa: BLE001 - said to the asker, then this process is done
-        _reply({"id": READY_ID, **_error(exc)})
-        os._exit(3)
+    except BaseException as exc:  # noqa: BLE001 - said to every asker, then this process is done
+        _server.connected({"id": READY_ID, **_error(exc)})
+        time.sleep(0.2)  # the askers read it before the socket goes
+        leave(f"cannot connect: {str(exc).splitlines()[-1][:300] if str(exc) else type(exc).__name__}", 3)
     _connected.set()
-    _reply({"id": READY_ID, "ok": "ready"})
-    threading.Event().wait()  # serve until the asker closes stdin (or Ray ends this process)
+    signal.signal(signal.SIGTERM, lambda *_: leave("stopped (SIGTERM)", polite=True))  # ours, not Ray's
+    _server.connected({"id": READY_ID, "ok": "ready"})
+    if sock_path is None:
+        while True:
+            time.sleep(3600)  # until our asker closes the socket (or Ray ends this process)
+    serve.watch(_server, _address, _keep_s, leave)
     return 0
 
 

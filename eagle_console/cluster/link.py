@@ -1,16 +1,19 @@
-"""The console's and the CLI's link to the cluster: an out-of-process Ray driver asked with deadlines.
+"""The console's and the CLI's link to the cluster: a Ray driver in another process, asked with deadlines.
 
-`call(address, op, timeout, **args)` asks the driver process of `address` (cluster/driver.py, started on
-first use, one per address and process) and waits at most `timeout` seconds. No Ray import here: Ray's
-client cannot end this process, block it, or write on its terminal. The head's state is kept per address:
-a call the GCS did not answer, a refused or silent GCS port, or the driver process ended by Ray, make the
-head *unreachable since* that moment (`head_down`), and the next calls say so at once instead of waiting
-again — the driver is restarted at most every RETRY_S, after a TCP probe of the GCS port answered.
+`call(address, op, timeout, **args)` asks the driver of `address` and waits at most `timeout` seconds. The
+driver (cluster/driver.py) is the user's *kept* one, reached on its Unix socket and started if there is none
+(cluster/keptdriver.py: it outlives the command that started it, so the next fresh `gpus --cluster` skips
+`import ray` and `ray.init`), or with EAGLE_CONSOLE_RAY_KEEP_S=0 a child of this process that ends with it.
+No Ray import here: Ray's client cannot end this process, block it, or write on its terminal. The head's
+state is kept per address: a call the GCS did not answer, a refused or silent GCS port, or the driver ended by
+Ray, make the head *unreachable since* that moment (`head_down`), and the next calls say so at once instead
+of waiting again — the driver is asked again at most every RETRY_S, after a TCP probe of the GCS port answered.
 
 Deadlines (seconds), from the environment so tests need not wait Ray's own minute:
-  EAGLE_CONSOLE_RAY_CONNECT_S  starting the driver and its ray.init (default 20)
+  EAGLE_CONSOLE_RAY_CONNECT_S  reaching or starting the driver and its ray.init (default 20)
   EAGLE_CONSOLE_RAY_CALL_S     a question to the GCS or the Jobs API (default 10)
   EAGLE_CONSOLE_RAY_RETRY_S    how long a head found unreachable is not asked again (default 5)
+  EAGLE_CONSOLE_RAY_KEEP_S     how long a kept driver stays without an asker (default 300; 0: none kept)
 """
 
 from __future__ import annotations
@@ -18,16 +21,15 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import socket
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Any
+
+from eagle_console.cluster import keptdriver
+from eagle_console.cluster.keptdriver import PROBE_S, NoDriver, Opened
 
 
 def _env_s(name: str, default: float) -> float:
@@ -40,7 +42,8 @@ def _env_s(name: str, default: float) -> float:
 CONNECT_S = _env_s("EAGLE_CONSOLE_RAY_CONNECT_S", 20.0)
 CALL_S = _env_s("EAGLE_CONSOLE_RAY_CALL_S", 10.0)
 RETRY_S = _env_s("EAGLE_CONSOLE_RAY_RETRY_S", 5.0)
-PROBE_S = 1.0  # a TCP connect to the GCS port: refused at once when it is dead, silent when the link is cut
+HELLO_S = min(CONNECT_S, 3.0)  # a kept driver says its first line at once: one silent this long is stuck
+EXIT_MARK = "driver exits: "  # cluster/driverserve.py's last line in its log, when it ended by itself
 
 
 class ClusterError(Exception):
@@ -62,21 +65,39 @@ class RemoteError(ClusterError):
         return name in self.kinds
 
 
-class _Head:
-    """One address's driver process and what is known of its head."""
+class _Link:
+    """One connection to a driver: the answers routed to their futures by id."""
 
-    def __init__(self, address: str) -> None:
-        self.address = address
-        self.proc: subprocess.Popen | None = None
-        self.log: Path | None = None
+    def __init__(self, opened: Opened) -> None:
+        self.opened = opened
         self.ready: Future = Future()
         self.pending: dict[int, Future] = {}
         self.ids = itertools.count(1)
+        self.closed = threading.Event()
+
+    @property
+    def log(self) -> Path:
+        return self.opened.log
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.opened.sock.sendall((json.dumps(message) + "\n").encode())
+
+
+class _Head:
+    """One address's driver connection and what is known of its head."""
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+        self.link: _Link | None = None
         self.lock = threading.Lock()
         self.down_since: float | None = None
         self.why = ""
         self.started_at = 0.0
         self.checked_at = 0.0  # when the head, known down, was last probed
+
+    @property
+    def ready(self) -> Future:
+        return self.link.ready if self.link is not None else Future()
 
     # -- the head's state ---------------------------------------------------------------------------------
 
@@ -107,18 +128,20 @@ class _Head:
             return None
         return f"head unreachable since {time.strftime('%H:%M:%S', time.localtime(self.down_since))}: {self.why}"
 
-    # -- the driver process ---------------------------------------------------------------------------------
+    # -- the driver ---------------------------------------------------------------------------------------
 
     def _alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self.link is not None and not self.link.closed.is_set()
 
-    def ensure(self) -> None:
-        """A driver process for this address, started if there is none; raises at once if the head is known
-        unreachable and RETRY_S has not passed, or a probe of its GCS port fails."""
+    def ensure(self, deadline: float) -> _Link:
+        """A connection to a driver for this address, reached or started (until `deadline`, monotonic) if
+        there is none; raises at once if the head is known unreachable and RETRY_S has not passed, or a probe
+        of its GCS port fails."""
         self.gate()
         with self.lock:
             if self._alive():
-                return
+                assert self.link is not None
+                return self.link
             if self.down_since is None or time.monotonic() - self.started_at >= RETRY_S:
                 pass  # a first start, or a restart after RETRY_S
             else:
@@ -128,66 +151,84 @@ class _Head:
             if why:
                 self.mark_down(why)
                 raise HeadUnreachable(self.down_text() or why)
-            self._start()
+            return self._open(deadline)
 
-    def _start(self) -> None:
-        from eagle_console.engine.pyenv import own_process_env
+    def _open(self, deadline: float) -> _Link:
+        keep = keptdriver.keep_s()
+        place = keptdriver.place_for(self.address) if keep > 0 else None
+        try:
+            opened = (keptdriver.open_kept(self.address, place, keep, deadline, HELLO_S) if place is not None
+                      else keptdriver.open_child(self.address))
+        except NoDriver as exc:
+            raise ClusterError(f"cannot reach the Ray cluster at {self.address}: {exc}") from None
+        link = self.link = _Link(opened)
+        if opened.first:
+            self._take(link, opened.first)
+        threading.Thread(target=self._read, args=(link,), daemon=True, name="ray-driver-answers").start()
+        return link
 
-        fd, name = tempfile.mkstemp(prefix="eagle-console-ray-driver-", suffix=".log")  # 0600
-        self.log = Path(name)
-        self.ready = Future()
-        with os.fdopen(fd, "wb") as err:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "eagle_console.cluster.driver", self.address], stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=err, env=own_process_env(os.environ),
-                start_new_session=True)  # the terminal's Ctrl+C is the console's, not Ray's
-        threading.Thread(target=self._read, args=(self.proc,), daemon=True, name="ray-driver-answers").start()
+    def _take(self, link: _Link, raw: bytes) -> None:
+        try:
+            msg = json.loads(raw)
+        except ValueError:
+            return
+        rid = msg.get("id")
+        if rid == 0:
+            _settle(link.ready, msg)
+        elif rid != -1:  # -1: the driver's hello (it is alive)
+            fut = link.pending.pop(rid, None)
+            if fut is not None:
+                _settle(fut, msg)
 
-    def _read(self, proc: subprocess.Popen) -> None:
-        assert proc.stdout is not None
-        for raw in proc.stdout:
-            try:
-                msg = json.loads(raw)
-            except ValueError:
-                continue
-            if msg.get("id") == 0:
-                _settle(self.ready, msg)
-            else:
-                fut = self.pending.pop(msg.get("id"), None)
-                if fut is not None:
-                    _settle(fut, msg)
-        proc.wait()
-        why = self.death_reason(proc)
-        if self.ready.done() and self.ready.exception() is None:  # it was connected: Ray ended it
+    def _read(self, link: _Link) -> None:
+        try:
+            for raw in link.opened.lines:
+                self._take(link, raw)
+        except (OSError, ValueError):  # our own close
+            pass
+        link.closed.set()
+        child = link.opened.child
+        if child is not None and not link.opened.kept:
+            child.wait()
+        why = self.death_reason(link)
+        connected = link.ready.done() and link.ready.exception() is None
+        # it lost the head (Ray ended it, or it saw the GCS gone): the head is down. Ended otherwise (stopped by
+        # the operator, replaced by another command as stuck): the next call reaches or starts another.
+        if connected and link is self.link and ("GCS" in why or "head is lost" in why):
             self.mark_down(why)
         err = HeadUnreachable(self.down_text() or why) if self.down_since else ClusterError(why)
-        _settle(self.ready, {"error": why, "kinds": ["DriverExited"]})
-        for fut in list(self.pending.values()):
+        _settle(link.ready, {"error": why, "kinds": ["DriverExited"]})
+        for fut in list(link.pending.values()):
             if not fut.done():
                 fut.set_exception(err)
-        self.pending.clear()
+        link.pending.clear()
 
-    def death_reason(self, proc: subprocess.Popen) -> str:
-        """Why the driver process ended, from Ray's last error line in its log."""
+    def death_reason(self, link: _Link) -> str:
+        """Why the driver ended: its own last word, or Ray's last error line, in its log."""
         text = ""
-        if self.log is not None:
-            try:
-                text = self.log.read_text(errors="replace")[-20000:]
-            except OSError:
-                pass
+        try:
+            text = link.log.read_text(errors="replace")[-20000:]
+        except OSError:
+            pass
+        lines = text.splitlines()
+        for line in reversed(lines):
+            if EXIT_MARK in line:
+                return line.split(EXIT_MARK, 1)[1].strip()[:300]
         for marker in ("Failed to connect to GCS", "uthentication", "Unauthenticated", "UNAUTHENTICATED"):
-            for line in reversed(text.splitlines()):
+            for line in reversed(lines):
                 if marker in line:
                     return f"the Ray driver ended: {_tidy(line)}"
-        return f"the Ray driver ended (exit {proc.returncode})"
+        child = link.opened.child
+        code = child.returncode if child is not None and not link.opened.kept else None
+        return f"the Ray driver ended (exit {code})" if code is not None else "the Ray driver ended"
 
     def token_refused(self) -> str | None:
         """The GCS's refusal of our token, from the driver's log (Ray 2.60: gcs_client.cc "Failed to get
         cluster ID from GCS server: Unauthenticated: ... InvalidAuthToken")."""
-        if self.log is None:
+        if self.link is None:
             return None
         try:
-            text = self.log.read_text(errors="replace")[:20000]
+            text = self.link.log.read_text(errors="replace")[:20000]
         except OSError:
             return None
         for line in text.splitlines():
@@ -195,12 +236,26 @@ class _Head:
                 return _tidy(line)
         return None
 
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        if self.log is not None:
-            self.log.unlink(missing_ok=True)
+    def stop(self, end_kept: bool = False) -> None:
+        """Our connection closed: our own child ends with it; a kept driver stays, unless `end_kept` (it
+        cannot serve anyone: its token was refused)."""
+        link, self.link = self.link, None
+        if link is None:
+            return
+        opened = link.opened
+        try:
+            opened.sock.shutdown(2)
+        except OSError:
+            pass
+        opened.sock.close()
+        if opened.kept:
+            if end_kept and opened.place is not None:
+                keptdriver.retire(opened.pid, opened.place)
+            return
+        if opened.child is not None and opened.child.poll() is None:
+            opened.child.kill()
+            opened.child.wait()
+        opened.log.unlink(missing_ok=True)
 
 
 def _tidy(line: str) -> str:
@@ -234,37 +289,26 @@ def _head(address: str) -> _Head:
 
 
 def probe(address: str, timeout: float = PROBE_S) -> str | None:
-    """Why the GCS at "host:port" cannot be reached by TCP, or None. (Ray's own connect retries a refused
-    port for minutes: 20 × ~41 s in ray.init.) Addresses Ray resolves itself ("auto", ray://) are not probed."""
-    host, _, port = address.rpartition(":")
-    if not host or not port.isdigit() or "://" in address:
-        return None
-    try:
-        with socket.create_connection((host, int(port)), timeout=timeout):
-            return None
-    except ConnectionRefusedError:
-        return f"nothing listens at {address}: connection refused"
-    except TimeoutError:
-        return f"no answer from {address} within {timeout:g}s (the network, or the host is down)"
-    except OSError as exc:
-        return f"cannot reach {address}: {exc.strerror or exc}"
+    """Why the GCS at "host:port" cannot be reached by TCP, or None (cluster/keptdriver.probe_gcs)."""
+    return keptdriver.probe_gcs(address, timeout)[0]
 
 
-def connect(address: str, timeout: float | None = None) -> None:
-    """The driver of `address` started and connected (its ray.init done) within the deadline. A token the
-    GCS refuses is said at once (Ray's ray.init retries it 20 times, ~20 s, and says "Failed to connect")."""
+def connect(address: str, timeout: float | None = None) -> _Link:
+    """A driver of `address` reached or started, and connected (its ray.init done), within the deadline. A
+    token the GCS refuses is said at once (Ray's ray.init retries it 20 times, ~20 s, and says "Failed to
+    connect"), and the driver that holds it ended."""
     head = _head(address)
-    head.ensure()
     wait = CONNECT_S if timeout is None else timeout
     deadline = time.monotonic() + wait
+    link = head.ensure(deadline)
     while True:
         try:
-            head.ready.result(timeout=0.25)
-            return
+            link.ready.result(timeout=0.25)
+            return link
         except FutureTimeout:
             refused = head.token_refused()
             if refused:
-                head.stop()
+                head.stop(end_kept=True)
                 raise ClusterError(connect_error(address, refused)) from None
             if time.monotonic() > deadline:
                 head.mark_down(f"ray.init did not connect within {wait:g}s")
@@ -288,24 +332,27 @@ def call(address: str, op: str, timeout: float | None = None, *, gcs: bool = Fal
     """Ask the driver; at most `timeout` seconds (CALL_S by default) after it is connected. `gcs`: the answer
     comes from the GCS alone, so no answer means the head is unreachable (not a slow node)."""
     head = _head(address)
-    connect(address)
     wait = CALL_S if timeout is None else timeout
-    rid = next(head.ids)
-    fut: Future = Future()
-    head.pending[rid] = fut
-    line = json.dumps({"id": rid, "op": op, "timeout": wait, "args": args}) + "\n"
-    try:
-        assert head.proc is not None and head.proc.stdin is not None
-        with head.lock:
-            head.proc.stdin.write(line.encode())
-            head.proc.stdin.flush()
-    except (OSError, ValueError, AssertionError):
-        head.pending.pop(rid, None)
-        raise HeadUnreachable(head.down_text() or "the Ray driver ended") from None
+    for attempt in (1, 2):
+        link = connect(address)
+        rid = next(link.ids)
+        fut: Future = Future()  # its own each time: the ended driver's reader may fail the first one
+        link.pending[rid] = fut
+        try:
+            with head.lock:
+                link.send({"id": rid, "op": op, "timeout": wait, "args": args})
+            break
+        except OSError:  # it ended (a kept driver stopped or replaced), or stopped reading (SO_SNDTIMEO)
+            link.pending.pop(rid, None)
+            if head.link is link:
+                head.stop()
+            if attempt == 2 or head.down_since is not None:
+                raise HeadUnreachable(head.down_text() or "the Ray driver ended") from None
+            # the question never left: asked once more, of a driver reached or started afresh
     try:
         value = fut.result(timeout=wait + 0.5)
     except FutureTimeout:
-        head.pending.pop(rid, None)
+        link.pending.pop(rid, None)
         if gcs:
             head.mark_down(f"the GCS did not answer within {wait:g}s")
             raise HeadUnreachable(head.down_text() or "head unreachable") from None
@@ -334,7 +381,8 @@ def check_head(address: str) -> str | None:
 
 
 def shutdown() -> None:
-    """Stop every driver process of this process (tests; the console's exit closes their stdin anyway)."""
+    """Close this process's driver connections: its own driver children end, kept drivers stay (tests; the
+    console's exit closes them anyway)."""
     for head in list(_heads.values()):
         head.stop()
     _heads.clear()
