@@ -174,7 +174,7 @@ def test_colour_does_not_import_rich_or_textual(plan: Path, tmp_path: Path) -> N
 
 # -- documented exit codes, environment, JSON --------------------------------------------------------------------------
 
-# The startup benchmark's, and the marker of the console's own PYTHONPATH entry (engine/pyenv.py).
+# The startup benchmark's, and the marker of the console's own PYTHONPATH entry (pyenv.py).
 INTERNAL_ENV = {"EAGLE_CONSOLE_SPAWNED_AT", "EAGLE_CONSOLE_EXIT_AFTER_FIRST_PAINT", "EAGLE_CONSOLE_OWN_PYTHONPATH",
                 "EAGLE_CONSOLE_CALL"}
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from enginekit import engine_for, write_plan
 
-from eagle_console.engine.pyenv import OWN_ENTRY_VAR, own_process_env, without_own_entry
 from eagle_console.plan.loader import PlanError, load_plan
+from eagle_console.pyenv import OWN_ENTRY_VAR, own_process_env, without_own_entry
 
 REPO = Path(__file__).resolve().parent.parent
 

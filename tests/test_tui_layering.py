@@ -14,7 +14,7 @@ import eagle_console.tui
 
 TUI = Path(eagle_console.tui.__file__).parent
 # Modules that perform operations: the console calls them through eagle_console.ops only.
-FORBIDDEN_MODULES = ("eagle_console.engine.runner", "eagle_console.engine.rollback", "eagle_console.engine.procs",
+FORBIDDEN_MODULES = ("eagle_console.engine.runner", "eagle_console.engine.rollback", "eagle_console.processes",
                      "eagle_console.engine.supervisor", "eagle_console.engine.action", "eagle_console.journal.store")
 # node.kill also holds read-only helpers (the grace parser); these are the ones that signal.
 FORBIDDEN_NAMES = {"eagle_console.node.kill": {"kill_holders", "select_targets", "_signal"}}

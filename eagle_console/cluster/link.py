@@ -131,7 +131,7 @@ class _Head:
             self._start()
 
     def _start(self) -> None:
-        from eagle_console.engine.pyenv import own_process_env
+        from eagle_console.pyenv import own_process_env
 
         fd, name = tempfile.mkstemp(prefix="eagle-console-ray-driver-", suffix=".log")  # 0600
         self.log = Path(name)

@@ -14,8 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from eagle_console.engine.pyenv import own_entry
 from eagle_console.ports import free_port
+from eagle_console.pyenv import own_entry
 
 PLAN_TEMPLATE = """\
 # The demo plan: Phase 0 of the EAGLE-3 effort (see plans/phase0-aqmedai-probe.toml) on a simulated
@@ -133,7 +133,7 @@ def stop_leftovers(root: Path, sim: Path | None = None) -> list[int]:
     pids = [h.pid for h in gpustate.holders(sim)] if (sim / "holders").is_dir() else []
     import psutil
 
-    from eagle_console.engine.procs import terminate_then_kill
+    from eagle_console.processes import terminate_then_kill
 
     procs = []
     for pid in pids:

@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 
 from eagle_console.demo.build import _toml_str
-from eagle_console.engine.pyenv import own_entry
 from eagle_console.ports import free_port
+from eagle_console.pyenv import own_entry
 
 GPUS_PER_NODE = 8
 

@@ -14,12 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eagle_console.engine import exitslot, heldslot
-from eagle_console.engine.procs import alive
-from eagle_console.engine.pyenv import builtin_argv, own_process_env
 from eagle_console.engine.spec import ActionSpec, BuiltinCall, ReadySpec, encode_call, write_spec
-from eagle_console.journal import EventKind, Journal, Refused, Run, plan_statuses
+from eagle_console.journal import EventKind, Journal, Refused, Run, exitslot, heldslot, plan_statuses
 from eagle_console.plan.model import Action, Plan, Ready, Step
+from eagle_console.processes import alive
+from eagle_console.pyenv import builtin_argv, own_process_env
 from eagle_console.statedir import private_opener
 
 # A run whose supervisor has not reported its pid after this long never started.
@@ -152,10 +151,10 @@ class Engine:
         return lost
 
     def _replay_held(self, run: Run) -> str | None:
-        """Record what the dead supervisor of `run` held in its slot (engine/heldslot.py), each record once;
+        """Record what the dead supervisor of `run` held in its slot (journal/heldslot.py), each record once;
         returns what the run's reason must add: what was not recorded, or (a read-only reader, which writes
         nothing) what waits in the slot for a reader that can write."""
-        from eagle_console.engine.recorder import apply_record
+        from eagle_console.journal.recorder import apply_record
 
         slot = heldslot.held_slot(self.plan.state_dir, run.id)
         doc = heldslot.read(slot)
@@ -232,7 +231,7 @@ class Engine:
         """Refuse while an ended run's action still runs (its supervisor died, `kill -9`): starting the step
         again would run it twice. Its session is found by the recorded sid and leader start time (a reused
         number is never taken for it); `--force` does not get past this — stopping it does."""
-        from eagle_console.engine.liveness import still_running_many
+        from eagle_console.node.liveness import still_running_many
 
         ended = [r for r in self.journal.runs(step_id) if r.kind == "action" and r.finished]
         for run_id, pids in still_running_many(ended).items():

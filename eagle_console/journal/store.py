@@ -154,7 +154,7 @@ class Journal:
 
     def append_held(self, event_kind: EventKind, step_id: str, run_id: int, held: int | None, /,
                     **data: Any) -> int:
-        """Append a run's event; with `held` (its number in the supervisor's held slot, engine/heldslot.py)
+        """Append a run's event; with `held` (its number in the supervisor's held slot, journal/heldslot.py)
         only once: the supervisor retrying and a reader replaying the slot write it once. 0 if it was there."""
         with self._tx() as conn:
             if self._held_done(conn, event_kind, run_id, held):

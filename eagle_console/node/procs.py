@@ -441,7 +441,7 @@ def tracked_runs(journal: Journal) -> list[TrackedRun]:
     run's record never changes (the journal is append-only), so it is built once per journal: the poll's cost
     does not grow with the history.
     """
-    from eagle_console.engine.procs import alive
+    from eagle_console.processes import alive
 
     ended = _ENDED_RUNS.setdefault(journal, {})
     out: list[TrackedRun] = []

@@ -40,7 +40,7 @@ def latest_log(journal: Journal, step_id: str | None) -> Path | None:
 
 def live_service(journal: Journal, step_id: str) -> Run | None:
     """The step's service run while its supervisor is alive (the service is up or starting), else None."""
-    from eagle_console.engine.procs import alive  # psutil: not loaded for a pane that only reads logs
+    from eagle_console.processes import alive  # psutil: not loaded for a pane that only reads logs
 
     run = journal.latest_run(step_id)
     if run and run.service and not run.finished and alive(run.supervisor_pid, run.supervisor_ctime):

@@ -90,7 +90,7 @@ def scan(sim_dir: Path | None, journal: Journal | None = None,
 def journal_supervisors(journal: Journal) -> frozenset[int]:
     """The supervisors of the journal's runs that are still alive (same pid *and* create time): an
     eagle-console process even where its command line does not say so."""
-    from eagle_console.engine.procs import alive
+    from eagle_console.processes import alive
 
     return frozenset(r.supervisor_pid for r in journal.runs()
                      if r.supervisor_pid and alive(r.supervisor_pid, r.supervisor_ctime))

@@ -57,7 +57,7 @@ def judged_here(runs: list[TrackedRun]) -> list[TrackedRun]:
     leaves its processes orphaned, as node.procs.tracked_runs says of this machine's runs."""
     from dataclasses import replace
 
-    from eagle_console.engine.procs import alive
+    from eagle_console.processes import alive
 
     return [replace(t, main_alive=t.main_alive and alive(t.main_pid, t.main_ctime)) for t in runs]
 
@@ -66,7 +66,7 @@ def tracked_here(journal: Journal | None, here: str | None = None) -> list[Track
     """This machine's tracked runs: the journal's (node.procs.tracked_runs), the runs and rank sessions of
     `here` (the cluster node that is this machine, when known), the local runner's ranks, and any Ray rank
     whose leader runs here (the same pid *and* create time: no other machine's process)."""
-    from eagle_console.engine.procs import alive
+    from eagle_console.processes import alive
 
     if journal is None:
         return []

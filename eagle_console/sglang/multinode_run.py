@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="eagle_console.sglang.multinode_run")
     ap.add_argument("--launch", required=True, help="JSON: {launches: [{node, rank, argv}], artifacts, grace_s}")
     args = ap.parse_args(argv)
-    from eagle_console.engine.pyenv import forget_own_entry
+    from eagle_console.pyenv import forget_own_entry
 
     forget_own_entry()  # the ranks get the operator's PYTHONPATH, not ours
     spec = json.loads(args.launch)

@@ -148,7 +148,7 @@ class LocalRunner:
         return dict(self._node(node).env)
 
     def start(self, node: str, rank: int, argv: list[str], env: Mapping[str, str], log: Path) -> RankProcess:
-        from eagle_console.engine.procs import create_time
+        from eagle_console.processes import create_time
         from eagle_console.statedir import private_dirs
 
         full_env = {**os.environ, **env, **self.node_env(node)}
@@ -164,7 +164,7 @@ class LocalRunner:
                            log=str(log))
 
     def poll(self, proc: RankProcess) -> int | None:
-        from eagle_console.engine.procs import alive
+        from eagle_console.processes import alive
 
         pid = int(proc.ref["pid"])
         child = self._children.get(pid)
@@ -176,7 +176,7 @@ class LocalRunner:
         return {"pid": int(proc.ref["pid"]), "ctime": proc.ref.get("ctime")}  # the child leads its session
 
     def stop(self, proc: RankProcess, grace_s: float) -> None:
-        from eagle_console.engine.procs import stop_session
+        from eagle_console.processes import stop_session
 
         pid = int(proc.ref["pid"])
         stop_session(pid, pid, grace_s, leader_ctime=proc.ref.get("ctime"), own_child=self._children.get(pid))

@@ -46,7 +46,7 @@ def stop_grace_s() -> float:
 
 
 def ranks_service_argv(ctx: ActionContext, name: str) -> list[str]:
-    from eagle_console.engine.pyenv import own_process_env
+    from eagle_console.pyenv import own_process_env
     from eagle_console.sglang.args import LaunchArgsError, build_launch_argv, launch_findings
 
     nodes = node_names(ctx.args)
