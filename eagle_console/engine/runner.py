@@ -14,12 +14,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eagle_console.engine.spec import ActionSpec, BuiltinCall, ReadySpec, encode_call, write_spec
+from eagle_console.engine.spec import (
+    ActionSpec,
+    BuiltinCall,
+    ReadySpec,
+    encode_call,
+    step_log_path,
+    write_spec,
+)
 from eagle_console.journal import EventKind, Journal, Refused, Run, exitslot, heldslot, plan_statuses
 from eagle_console.plan.model import Action, Plan, Ready, Step
 from eagle_console.processes import alive
 from eagle_console.pyenv import builtin_argv, own_process_env
-from eagle_console.statedir import private_opener
+from eagle_console.statedir import artifacts_dir, private_opener, runs_dir
 
 # A run whose supervisor has not reported its pid after this long never started.
 SUPERVISOR_START_GRACE_S = 20.0
@@ -55,7 +62,7 @@ def builtin_call(plan: Plan, step: Step, action: Action, mode: str, run_id: int 
     """Everything the built-in of `action` needs, resolved now: its process never reads the plan."""
     return BuiltinCall(
         uses=action.uses or "", mode=mode, step_id=step.id, args=dict(action.with_),
-        state_dir=str(plan.state_dir), artifacts=str(plan.state_dir / "artifacts" / step.id),
+        state_dir=str(plan.state_dir), artifacts=str(artifacts_dir(plan.state_dir, step.id)),
         folder=str(plan.folder), baseline=dict(plan.baseline), timeout_s=step.timeout_s, run_id=run_id,
         force=force, service_run=dict(service_run or {}),
     )
@@ -173,12 +180,10 @@ class Engine:
         return plan_statuses(self.plan, self.journal.statuses())
 
     def log_path(self, step: Step, run_id: int) -> Path:
-        from eagle_console.ops.logs import step_log_path
-
         return step_log_path(self.plan, step, run_id)
 
     def live_service(self, step_id: str) -> Run | None:
-        from eagle_console.ops.logs import live_service
+        from eagle_console.node.liveness import live_service
 
         return live_service(self.journal, step_id)
 
@@ -220,7 +225,7 @@ class Engine:
         )
         if step.node:
             return self._start_on_node(step, spec)
-        spec_path = self.plan.state_dir / "runs" / f"{run_id}.json"
+        spec_path = runs_dir(self.plan.state_dir) / f"{run_id}.json"
         write_spec(spec_path, spec)
         exitslot.reserve(exitslot.exit_slot(self.plan.state_dir, run_id))  # room for the exit on a full disk
         heldslot.reserve(heldslot.held_slot(self.plan.state_dir, run_id))  # and for what comes before it

@@ -12,9 +12,12 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from eagle_console.statedir import private_dirs, write_private
+from eagle_console.statedir import private_dirs, rollback_log, step_log, write_private
+
+if TYPE_CHECKING:
+    from eagle_console.plan.model import Plan, Step
 
 
 @dataclass
@@ -124,3 +127,13 @@ def spec_from_data(data: dict[str, Any]) -> ActionSpec | RollbackSpec:
         return ActionSpec(**data, ready=ReadySpec(**ready) if ready else None)
     items = [UndoItem(**i) for i in data.pop("items")]
     return RollbackSpec(**data, items=items)
+
+
+def step_log_path(plan: Plan, step: Step, run_id: int) -> Path:
+    """Where a run of `step` writes: the step's `log`, else `logs/<step>-<run>.log` in the state dir."""
+    return step.log or step_log(plan.state_dir, step.id, run_id)
+
+
+def rollback_log_path(plan: Plan, rollback_id: int) -> Path:
+    """Where rollback `rollback_id`'s supervisor writes."""
+    return rollback_log(plan.state_dir, rollback_id)

@@ -31,7 +31,7 @@ from eagle_console.journal.operator import current_operator
 from eagle_console.journal.records import Event, Note, Refused, Result, Run, StepState
 from eagle_console.journal.runfold import RunFold
 from eagle_console.journal.status import STATUSES, unmet
-from eagle_console.statedir import private_database
+from eagle_console.statedir import journal_path, private_database
 
 if TYPE_CHECKING:
     from eagle_console.plan.model import Plan
@@ -115,7 +115,7 @@ class Journal:
 
     @classmethod
     def for_plan(cls, plan: Plan, readonly: bool = False) -> Journal:
-        return cls(plan.state_dir / "journal.db", readonly=readonly)
+        return cls(journal_path(plan.state_dir), readonly=readonly)
 
     def close(self) -> None:
         with self._lock:

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import psutil
 
-from eagle_console.processes import CTIME_SLACK_S, DEAD, STOPPED, create_time, proc_state, same_process
+from eagle_console.processes import CTIME_SLACK_S, DEAD, STOPPED, alive, create_time, proc_state, same_process
 
 if TYPE_CHECKING:
-    from eagle_console.journal import Run
+    from eagle_console.journal import Journal, Run
 
 
 class RunProcs(NamedTuple):
@@ -86,3 +86,11 @@ def still_running_many(runs: Iterable[Run]) -> dict[int, list[int]]:
                        and proc_state(pid) not in (None, *DEAD)})
         out[run_id] = pids
     return out
+
+
+def live_service(journal: Journal, step_id: str) -> Run | None:
+    """The step's service run while its supervisor is alive (the service is up or starting), else None."""
+    run = journal.latest_run(step_id)
+    if run and run.service and not run.finished and alive(run.supervisor_pid, run.supervisor_ctime):
+        return run
+    return None

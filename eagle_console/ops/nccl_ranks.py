@@ -14,13 +14,14 @@ from typing import Any
 from eagle_console.node.tail import LogFollower
 from eagle_console.parse.nccl import NcclParser, nccl_lines
 from eagle_console.parse.nccl_merge import feed_node, merged_summary
+from eagle_console.statedir import artifacts_dir
 
 
 def rank_logs(state_dir: Path, step_id: str) -> list[tuple[str, Path]]:
     """(node, log) of each rank the step recorded; empty for a single-node service."""
     from eagle_console.sglang.multinode_run import load_ranks
 
-    ranks = load_ranks(state_dir / "artifacts" / step_id)
+    ranks = load_ranks(artifacts_dir(state_dir, step_id))
     return [(r.node, Path(r.log)) for r in sorted(ranks, key=lambda r: r.rank)] if len(ranks) > 1 else []
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eagle_console.node.procs import TrackedRun, tracked_runs
+from eagle_console.statedir import artifacts_root
 
 if TYPE_CHECKING:
     from eagle_console.journal import Journal
@@ -38,7 +39,7 @@ def rank_sessions(journal: Journal | None) -> list[RankSession]:
     if journal is None:
         return []
     out: list[RankSession] = []
-    for record in sorted((Path(journal.path).parent / "artifacts").glob(f"*/{RANKS_FILE}")):
+    for record in sorted(artifacts_root(Path(journal.path).parent).glob(f"*/{RANKS_FILE}")):
         run = journal.latest_run(record.parent.name)
         if run is None:
             continue

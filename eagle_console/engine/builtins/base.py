@@ -65,8 +65,9 @@ class ActionContext:
     def journal(self):
         """The plan's journal, for built-ins that record more than results (a kill, say)."""
         from eagle_console.journal import Journal
+        from eagle_console.statedir import journal_path
 
-        return Journal(self.state_dir / "journal.db")
+        return Journal(journal_path(self.state_dir))
 
     def load(self, name: str) -> Any | None:
         from eagle_console.inputfile import STATE_CAP, load_json
