@@ -26,7 +26,7 @@ STATUS_CHOICES = ("pending", "in_progress", "completed", "failed", "skipped", "r
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from eagle_console.plan.export import FORMATS
+    from eagle_console.ops.export import FORMATS
 
     p = sub.add_parser(
         "validate", help="check plan files; every error as PLAN:LINE:COL: message",
@@ -136,7 +136,7 @@ def _status_doc(plan: Plan) -> tuple[dict[str, Any], dict[str, str]]:
     text saying what its latest run does."""
     from eagle_console.cli.common import CLI_HINTS
     from eagle_console.ops import steps
-    from eagle_console.plan.export import status_document
+    from eagle_console.ops.export import status_document
 
     journal = read_journal(plan)
     try:
@@ -152,7 +152,7 @@ def _status_doc(plan: Plan) -> tuple[dict[str, Any], dict[str, str]]:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from eagle_console.cli.color import status as paint
-    from eagle_console.plan.export import GLYPHS
+    from eagle_console.ops.export import GLYPHS
 
     plan = load_plan(args.plan, args.state_dir)
     doc, texts = _status_doc(plan)
