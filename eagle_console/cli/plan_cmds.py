@@ -74,13 +74,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 # -- validate ----------------------------------------------------------------------------------------------------
 
 def _validate_one(path: str, state_dir: str | None) -> dict[str, Any]:
+    from eagle_console.engine.builtins import check_with
     from eagle_console.plan.loader import PlanError
     from eagle_console.plan.loader import load_plan as load
 
     override = state_dir or os.environ.get("EAGLE_CONSOLE_STATE")
     warnings: list[Any] = []
     try:
-        plan = load(Path(path), state_dir=Path(override) if override else None, check_builtins=True,
+        plan = load(Path(path), state_dir=Path(override) if override else None, check_builtins=check_with,
                     warnings=warnings)
     except PlanError as exc:
         return {"ok": False, "plan": _plan_id_guess(Path(path)), "path": path,

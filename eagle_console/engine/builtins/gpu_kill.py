@@ -38,7 +38,6 @@ def unreadable(found: Any) -> str | None:
 class GpuKill(Builtin):
     name = "gpu.kill"
     undo_marks = "killed processes cannot be brought back: marked rolled back (run it again to kill again)"
-    confirm = True
     kill_preview = True
 
     def validate(self, args: dict[str, Any]) -> list[str]:
