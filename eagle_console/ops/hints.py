@@ -17,6 +17,7 @@ class Hints(NamedTuple):
     cascade: str = ""  # after a rollback refused because completed steps depend on it
     force: str = ""  # after a rollback refused because a step has no undo
     rollback: str = ""  # after "roll the step back" (a run refused while a lost run's action still runs)
+    include_tracked: str = ""  # after "tracked by step X" (a live run's process a kill set aside)
 
 
 NEUTRAL = Hints()

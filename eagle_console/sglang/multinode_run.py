@@ -55,7 +55,7 @@ def load_ranks(artifacts: Path) -> list[RankProcess]:
 def record_sessions(runner: NodeRunner, ranks: list[RankProcess]) -> bool:
     """Put each rank's session ({"pid", "ctime"} of its leader on its node) in its `ref` once the runner knows
     it (a Ray rank: from its job's log; the local runner's ref has it from the start): the console tracks the
-    rank's processes on its node by that session (ops/rank_sessions.py). True when a rank gained one."""
+    rank's processes on its node by that session (node/tracked.py). True when a rank gained one."""
     changed = False
     for i, r in enumerate(ranks):
         if r.ref.get("pid"):

@@ -1,12 +1,12 @@
 """The GPUs pane: one row per GPU, then every GPU process with its class and owner.
 
-A thread worker samples the backend (NVML / sim / none) and scans /proc for holders once a second;
-the event loop only swaps two Text renderables, and only when they changed.
+A thread worker takes the GPU reading of every face (ops.read_gpus: the backend's sample, then the holders
+scanned against it) once a second; the event loop only swaps two Text renderables, and only when they changed.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.containers import VerticalScroll
@@ -20,8 +20,9 @@ from eagle_console.tui.panes._logview import Poller, QuietStatic
 from eagle_console.tui.theme import tstyle
 
 if TYPE_CHECKING:
-    from eagle_console.node.gpus import GpuBackend, GpuSample, NodeSample
+    from eagle_console.node.gpus import GpuSample, NodeSample
     from eagle_console.node.procs import Holder
+    from eagle_console.ops import GpuReader, GpuReading
     from eagle_console.tui.context import ConsoleContext
 
 REFRESH_S = 1.0
@@ -31,22 +32,6 @@ NA = "N/A"
 
 
 FOREIGN_NOTE = "container: NVML pids are the host's"
-
-
-class GpuReading(NamedTuple):
-    sample: NodeSample
-    holders: list[Holder]
-    pid_namespace: str = "local"  # "foreign": NVML reports another namespace's pids (LXC, Docker)
-
-
-def read_gpus(backend: GpuBackend, ctx: ConsoleContext, links: LinkCache | None = None) -> GpuReading:
-    """One blocking reading: the backend's sample plus the classified holders (runs in a worker)."""
-    from eagle_console.node.procs import scan_node
-    from eagle_console.ops.rank_sessions import tracked_here
-
-    sample = backend.sample()  # tracked_here: a multi-node server's rank here is its step's, not `other`
-    scan = scan_node(sample, tracked_here(ctx.journal), device_prefix=backend.device_prefix, links=links)
-    return GpuReading(sample, scan.holders, scan.pid_namespace)
 
 
 def short_name(name: str | None) -> str:
@@ -196,7 +181,7 @@ class GpuPane(VerticalScroll):
         super().__init__(**kwargs)
         self.ctx = ctx
         self.refresh_s = refresh_s
-        self.backend: GpuBackend | None = None
+        self.reader: GpuReader | None = None
         self.links = LinkCache()  # the once-a-second scan rereads only new fds (node/fdcache.py)
         self.last: GpuReading | None = None
         self.steady_unseen: set[int] = set()  # GPUs with memory out of sight in this reading and the one before
@@ -217,8 +202,8 @@ class GpuPane(VerticalScroll):
 
     def on_unmount(self) -> None:
         self.poller.stop()
-        if self.backend is not None:
-            self.backend.close()
+        if self.reader is not None:
+            self.reader.close()
 
     # What the App tells it (tui.messages): read again at once, not at the next poll.
     def on_read_gpus_now(self, message: ReadGpusNow) -> None:
@@ -228,11 +213,12 @@ class GpuPane(VerticalScroll):
         self.poller.poke()
 
     def _read(self) -> GpuReading:
-        if self.backend is None:
-            from eagle_console.node.gpus import open_backend
+        """Worker: one reading (a multi-node server's rank here is its step's, not `other`: ops.read_gpus)."""
+        from eagle_console.ops import GpuReader, read_gpus
 
-            self.backend = open_backend(self.ctx.sim_dir)
-        return read_gpus(self.backend, self.ctx, self.links)
+        if self.reader is None:
+            self.reader = GpuReader(self.ctx.sim_dir, self.links)
+        return read_gpus(self.reader, self.ctx.journal)
 
     def _show(self, reading: GpuReading) -> None:
         # A killed process leaves NVML's lists before its memory leaves the total (H200, driver 580.159.04):
