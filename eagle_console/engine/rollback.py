@@ -7,8 +7,8 @@ out step by step, journaling each, so a rollback interrupted half-way is resumed
 
 from __future__ import annotations
 
-from eagle_console.engine.runner import Engine, action_argv, action_env, kill_grace_s, launch_supervisor
-from eagle_console.engine.spec import RollbackSpec, UndoItem, rollback_log_path, write_spec
+from eagle_console.engine.runner import Engine, action_argv, action_env, launch_supervisor
+from eagle_console.engine.spec import RollbackSpec, UndoItem, kill_grace_s, rollback_log_path, write_spec
 from eagle_console.journal import Refused
 from eagle_console.plan.model import Step
 from eagle_console.statedir import runs_dir

@@ -19,6 +19,7 @@ from eagle_console.engine.spec import (
     BuiltinCall,
     ReadySpec,
     encode_call,
+    kill_grace_s,
     step_log_path,
     write_spec,
 )
@@ -30,21 +31,6 @@ from eagle_console.statedir import artifacts_dir, private_opener, runs_dir
 
 # A run whose supervisor has not reported its pid after this long never started.
 SUPERVISOR_START_GRACE_S = 20.0
-
-
-def kill_grace_s() -> float:
-    """SIGTERM → SIGKILL grace for timeouts and rollbacks: node.kill's one parser of EAGLE_CONSOLE_KILL_GRACE.
-
-    Called after the run or rollback is journaled, so a bad value cannot refuse it any more: it is
-    reported on stderr and the default grace is used instead of a negative or made-up one.
-    """
-    from eagle_console.node.kill import DEFAULT_GRACE_S, GraceError, resolve_grace
-
-    try:
-        return resolve_grace()
-    except GraceError as exc:
-        print(f"eagle-console: {exc}; using {DEFAULT_GRACE_S:g}s", file=sys.stderr)
-        return DEFAULT_GRACE_S
 
 
 def action_argv(plan: Plan, step: Step, action: Action, mode: str, run_id: int | None = None,

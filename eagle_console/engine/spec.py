@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -137,3 +138,18 @@ def step_log_path(plan: Plan, step: Step, run_id: int) -> Path:
 def rollback_log_path(plan: Plan, rollback_id: int) -> Path:
     """Where rollback `rollback_id`'s supervisor writes."""
     return rollback_log(plan.state_dir, rollback_id)
+
+
+def kill_grace_s() -> float:
+    """SIGTERM → SIGKILL grace for timeouts and rollbacks: node.kill's one parser of EAGLE_CONSOLE_KILL_GRACE.
+
+    Called after the run or rollback is journaled, so a bad value cannot refuse it any more: it is
+    reported on stderr and the default grace is used instead of a negative or made-up one.
+    """
+    from eagle_console.node.kill import DEFAULT_GRACE_S, GraceError, resolve_grace
+
+    try:
+        return resolve_grace()
+    except GraceError as exc:
+        print(f"eagle-console: {exc}; using {DEFAULT_GRACE_S:g}s", file=sys.stderr)
+        return DEFAULT_GRACE_S

@@ -25,15 +25,19 @@ _HOME = {
     # every cluster node's reading and kill (ops/nodes.py)
     "read_nodes": "nodes", "kill_on_nodes": "nodes", "this_machine": "nodes", "holders_of": "nodes",
     "gpus_of": "nodes",
+    "GraceError": "orphans", "resolve_grace": "orphans",
+    # what only the console asks (ops/console.py): the engine handle, a built-in's traits
+    "engine_for": "console", "builtin_class_or_none": "console",
     # how a face names its controls (ops/hints.py)
     "Hints": "hints", "NEUTRAL": "hints", "refusal_text": "hints",
 }
 
 __all__ = [  # every name the faces take from here (_HOME says where each lives)
-    "GpuReader", "GpuReading", "Hints", "HolderScan", "KillPlan", "KillRecord", "NEUTRAL", "SELECTED",
-    "gpus_of", "holders_of", "kill", "kill_on_nodes", "kill_preview", "memory_by_gpu", "plan_kill",
-    "preselect", "preselected", "read_gpus", "read_gpus_once", "read_nodes", "refusal_text", "sample_once",
-    "scan", "selection_scope", "this_machine", "tracked_note",
+    "GpuReader", "GpuReading", "GraceError", "Hints", "HolderScan", "KillPlan", "KillRecord",
+    "NEUTRAL", "SELECTED", "builtin_class_or_none", "engine_for", "gpus_of", "holders_of", "kill",
+    "kill_on_nodes", "kill_preview", "memory_by_gpu", "plan_kill", "preselect", "preselected", "read_gpus",
+    "read_gpus_once", "read_nodes", "refusal_text", "resolve_grace", "sample_once", "scan",
+    "selection_scope", "this_machine", "tracked_note",
 ]
 
 
@@ -47,11 +51,13 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:
+    from eagle_console.ops.console import builtin_class_or_none, engine_for
     from eagle_console.ops.gpus import GpuReader, GpuReading, read_gpus, read_gpus_once, sample_once
     from eagle_console.ops.hints import NEUTRAL, Hints, refusal_text
     from eagle_console.ops.nodes import gpus_of, holders_of, kill_on_nodes, read_nodes, this_machine
     from eagle_console.ops.orphans import (
         SELECTED,
+        GraceError,
         HolderScan,
         KillPlan,
         KillRecord,
@@ -61,6 +67,7 @@ if TYPE_CHECKING:
         plan_kill,
         preselect,
         preselected,
+        resolve_grace,
         scan,
         selection_scope,
         tracked_note,

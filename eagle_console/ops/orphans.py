@@ -25,7 +25,8 @@ from eagle_console.node.holders import preselected as preselected
 from eagle_console.node.holders import scan as scan
 from eagle_console.node.holders import selection_scope as selection_scope
 from eagle_console.node.holders import tracked_note as tracked_note
-from eagle_console.node.kill import GraceError, resolve_grace
+from eagle_console.node.kill import GraceError as GraceError
+from eagle_console.node.kill import resolve_grace as resolve_grace
 from eagle_console.node.tracked import journal_supervisors as journal_supervisors
 from eagle_console.ops.hints import NEUTRAL, Hints
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from eagle_console.engine.runner import Engine
     from eagle_console.journal import Journal
+    from eagle_console.ops.console import Engine
     from eagle_console.plan.model import Plan
 
 
@@ -37,6 +37,6 @@ class ConsoleContext:
 
     @property
     def engine(self) -> Engine:
-        from eagle_console.ops.console import engine_for
+        from eagle_console.ops import engine_for
 
         return engine_for(self.plan, self.journal)

@@ -63,7 +63,7 @@ def node_facts(runner: NodeRunner, nodes: list[str], args: dict[str, Any], env: 
 
 def stop_grace_s() -> float:
     """Half the engine's rollback grace: the ranks are stopped before the engine's SIGKILL of the service."""
-    from eagle_console.engine.runner import kill_grace_s
+    from eagle_console.engine.spec import kill_grace_s
 
     return max(1.0, kill_grace_s() / 2)
 

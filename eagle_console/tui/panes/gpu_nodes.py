@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 
 from eagle_console.tui.panes._logview import Poller, QuietStatic
-from eagle_console.tui.panes.gpus import gpu_row, holders_table
+from eagle_console.tui.panes.gpu_rows import gpu_row, holders_table
 from eagle_console.tui.theme import tstyle
 
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ def gpu_busy_from(reading: Any) -> bool | None:
 
 
 def nccl_text(summary: dict[str, Any]) -> Text:
-    from eagle_console.parse.nccl import format_matrix
+    from eagle_console.parse.nccl_matrix import format_matrix
 
     ranks, done = summary.get("ranks"), summary.get("init_complete", 0)
     out = Text(f"NCCL {summary.get('version') or 'version ?'}", style="bold")

@@ -15,7 +15,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from eagle_console.tui.panes.gpus import holder_command
+from eagle_console.tui.panes.gpu_rows import holder_command
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -28,7 +28,7 @@ def kill_args(step: Step) -> Mapping[str, Any] | None:
     """The step's `with` when its built-in previews a kill (declared by the built-in, not by its name)."""
     if not step.uses or step.action is None:
         return None
-    from eagle_console.engine.builtins import builtin_class_or_none
+    from eagle_console.ops import builtin_class_or_none
 
     cls = builtin_class_or_none(step.uses)
     return step.action.with_ if cls is not None and cls.kill_preview else None

@@ -21,7 +21,7 @@ from textual.widgets import DataTable, Static
 
 from eagle_console.node.gpus.unseen import unseen_notes
 from eagle_console.ops import KillRecord, memory_by_gpu
-from eagle_console.tui.panes.gpus import holder_command
+from eagle_console.tui.panes.gpu_rows import holder_command
 from eagle_console.tui.screens.kill_text import left_text, remote_text, result_text, row_key
 from eagle_console.tui.theme import tstyle
 
@@ -62,7 +62,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
     ]
 
     def __init__(self, ctx: ConsoleContext, grace: float | None = None) -> None:
-        from eagle_console.node.kill import GraceError, resolve_grace
+        from eagle_console.ops import GraceError, resolve_grace
 
         super().__init__()
         self.ctx = ctx
