@@ -103,20 +103,19 @@ def _node_logs(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
             raise CliError(f"--node {item}: NAME=LOG expected")
         out.setdefault(name, []).append(str(_check_file(path)))
     if args.service:
+        from eagle_console.ops.nccl_ranks import rank_logs
         from eagle_console.plan.loader import PlanError, load_plan
-        from eagle_console.sglang.multinode_run import load_ranks
-        from eagle_console.statedir import artifacts_dir
 
         plan_path, step = args.service
         try:
             plan = load_plan(Path(plan_path))
         except PlanError as exc:
             raise CliError(f"{plan_path}: {exc}") from None
-        ranks = load_ranks(artifacts_dir(plan.state_dir, step))
+        ranks = rank_logs(plan.state_dir, step)
         if not ranks:
             raise CliError(f"step {step}: no ranks recorded (not a multi-node sglang.server, or never run)")
-        for r in ranks:
-            out.setdefault(r.node, []).append(str(_check_file(r.log)))
+        for node, log in ranks:
+            out.setdefault(node, []).append(str(_check_file(log)))
     return list(out.items())
 
 
