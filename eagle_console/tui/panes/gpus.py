@@ -14,7 +14,7 @@ from textual.widgets import Static
 
 from eagle_console.node.fdcache import LinkCache
 from eagle_console.node.gpus.unseen import unseen_by_gpu, unseen_notes
-from eagle_console.tui.messages import PlanReloaded, ReadGpusNow
+from eagle_console.tui.messages import PlanReloaded, ReadGpusNow, TabShown
 from eagle_console.tui.panes._logview import Poller, QuietStatic
 from eagle_console.tui.panes.gpu_rows import FROM_THIS_TERMINAL as FROM_THIS_TERMINAL
 from eagle_console.tui.panes.gpu_rows import gpu_row as gpu_row
@@ -97,6 +97,9 @@ class GpuPane(VerticalScroll):
 
     # What the App tells it (tui.messages): read again at once, not at the next poll.
     def on_read_gpus_now(self, message: ReadGpusNow) -> None:
+        self.poller.poke()
+
+    def on_tab_shown(self, message: TabShown) -> None:
         self.poller.poke()
 
     def on_plan_reloaded(self, message: PlanReloaded) -> None:
