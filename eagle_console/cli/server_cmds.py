@@ -51,13 +51,9 @@ def _local_gpu_names(log_hosts: dict[str, None]) -> list[str]:
 
     if socket.gethostname() not in log_hosts:
         return []
-    from eagle_console.node.gpus import open_backend
+    from eagle_console.ops import sample_once
 
-    backend = open_backend(None)
-    try:
-        return [g.name for g in backend.sample().gpus if g.name]
-    finally:
-        backend.close()
+    return [g.name for g in sample_once(None).gpus if g.name]
 
 
 def cmd_nccl(args: argparse.Namespace) -> int:

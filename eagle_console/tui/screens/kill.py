@@ -11,11 +11,12 @@ step; only `y` answers it, Enter alone keeps the selection and kills nothing.
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from rich.text import Text
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.reactive import reactive
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
@@ -32,11 +33,21 @@ if TYPE_CHECKING:
 
 
 CHOOSE_KEYS = "space select · j/k move · enter send SIGTERM · esc close"
+KillState = Literal["scanning", "choosing", "confirming", "killing", "done"]
+# the key line each state shows (watch_state): set once, where the state changes
+STATE_KEYS: dict[str, str] = {
+    "scanning": CHOOSE_KEYS, "choosing": CHOOSE_KEYS,
+    "confirming": "y kill · n / enter / esc keep it running",  # a tracked one: the second question
+    "killing": "killing… the result shows here when it is done",
+    "done": "enter / esc close",
+}
 TABLE_ROWS = 16  # the most the holders table takes; fewer when the terminal is short (`_fit`)
 
 
 class KillScreen(ModalScreen[KillRecord | None]):
     """Dismisses with the journaled record, or None when nothing was killed."""
+
+    state: reactive[KillState] = reactive("scanning", init=False)  # scanning → choosing ⇄ confirming → killing → done
 
     DEFAULT_CSS = """
     KillScreen { align: center middle; }
@@ -77,7 +88,6 @@ class KillScreen(ModalScreen[KillRecord | None]):
         self.rows: list[tuple[str | None, Holder]] = []
         self.refused_rows: dict[str, str] = {}  # row_key -> why it cannot be signalled
         self.selected: set[str] = set()  # row keys
-        self.state = "scanning"  # scanning | choosing | confirming (a tracked one) | killing | done
         self.report: KillRecord | None = None
         self._found: HolderScan | None = None
 
@@ -90,7 +100,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
             table: DataTable = DataTable(id="kill-table", cursor_type="row", zebra_stripes=True)
             yield table
             yield Static("", id="kill-plan")
-            yield Static(CHOOSE_KEYS, classes="hint", id="kill-hint")
+            yield Static(STATE_KEYS[self.state], classes="hint", id="kill-hint")
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
@@ -99,6 +109,10 @@ class KillScreen(ModalScreen[KillRecord | None]):
             table.add_column(label, key=key)
         table.focus()
         self.run_worker(self._scan, thread=True, group="kill-scan", exit_on_error=False)
+
+    def watch_state(self, state: KillState) -> None:
+        if self.is_mounted:
+            self.query_one("#kill-hint", Static).update(STATE_KEYS[state])
 
     def _say(self, text: str | Text) -> None:
         """The progress line, on top: the question, the countdown, then the result."""
@@ -298,7 +312,6 @@ class KillScreen(ModalScreen[KillRecord | None]):
         them = "them" if len(tracked) > 1 else "it"
         question = "; ".join(tracked_note(h) for h in tracked) + f": kill {them} anyway? y/N"
         self._say(Text(question, style=tstyle("ec.error.bold")))
-        self.query_one("#kill-hint", Static).update("y kill · n / enter / esc keep it running")
 
     def action_answer(self, yes: bool) -> None:
         if self.state != "confirming":
@@ -308,11 +321,9 @@ class KillScreen(ModalScreen[KillRecord | None]):
             return
         self.state = "choosing"
         self._say("not killed: the tracked process keeps running")
-        self.query_one("#kill-hint", Static).update(CHOOSE_KEYS)
 
     def _start_kill(self, targets: list[Holder]) -> None:
         self.state = "killing"
-        self.query_one("#kill-hint", Static).update("killing… the result shows here when it is done")
         plan = self.query_one("#kill-plan", Static)  # what Enter would do is done now: not left standing
         plan.update("")
         plan.display = False
@@ -387,7 +398,6 @@ class KillScreen(ModalScreen[KillRecord | None]):
         progress.update(shown)
         if record is not None or nodes:  # the totals count every node's kill (issue 26)
             self.query_one("#kill-summary", Static).update(left_text(record, left, nodes))
-        self.query_one("#kill-hint", Static).update("enter / esc close")
         self.call_after_refresh(self._fit)
         killed = [row_key(None, pid) for pid in (record.killed if record is not None else [])]
         killed += [row_key(node, pid) for node, r in (nodes or {}).items() for pid in r.get("killed") or []]
