@@ -5,6 +5,9 @@ token), logs print whatever a step prints, artifacts keep backups of edited file
 file or directory is created (os.open / mkdir with the mode; a umask can only take bits away), and the
 journal tightens the state dir itself when it opens it, so a state dir made by an older version is
 closed too.
+
+Its layout is spelled here once: `journal.db`, `runs/` (run specs, their exit and held slots),
+`logs/` (step and rollback logs), `artifacts/<step>/` (what a built-in keeps for its undo).
 """
 
 from __future__ import annotations
@@ -14,6 +17,38 @@ from pathlib import Path
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
+JOURNAL_FILE = "journal.db"
+
+
+def journal_path(state_dir: Path) -> Path:
+    return Path(state_dir) / JOURNAL_FILE
+
+
+def runs_dir(state_dir: Path) -> Path:
+    """Run and rollback specs, each run's exit slot and held slot."""
+    return Path(state_dir) / "runs"
+
+
+def logs_dir(state_dir: Path) -> Path:
+    """Step and rollback logs (a step's own `log` path aside)."""
+    return Path(state_dir) / "logs"
+
+
+def artifacts_root(state_dir: Path) -> Path:
+    return Path(state_dir) / "artifacts"
+
+
+def artifacts_dir(state_dir: Path, step_id: str) -> Path:
+    """What step `step_id`'s built-in keeps from a run to its undo (a backup, a multi-node server's ranks)."""
+    return artifacts_root(state_dir) / step_id
+
+
+def step_log(state_dir: Path, step_id: str, run_id: int) -> Path:
+    return logs_dir(state_dir) / f"{step_id}-{run_id}.log"
+
+
+def rollback_log(state_dir: Path, rollback_id: int) -> Path:
+    return logs_dir(state_dir) / f"rollback-{rollback_id}.log"
 
 
 def private_dirs(path: Path) -> Path:

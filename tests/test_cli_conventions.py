@@ -174,7 +174,7 @@ def test_colour_does_not_import_rich_or_textual(plan: Path, tmp_path: Path) -> N
 
 # -- documented exit codes, environment, JSON --------------------------------------------------------------------------
 
-# The startup benchmark's, and the marker of the console's own PYTHONPATH entry (engine/pyenv.py).
+# The startup benchmark's, and the marker of the console's own PYTHONPATH entry (pyenv.py).
 INTERNAL_ENV = {"EAGLE_CONSOLE_SPAWNED_AT", "EAGLE_CONSOLE_EXIT_AFTER_FIRST_PAINT", "EAGLE_CONSOLE_OWN_PYTHONPATH",
                 "EAGLE_CONSOLE_CALL"}
 
@@ -283,11 +283,11 @@ def schema_errors(value, schema: dict, root: dict, where: str = "") -> list[str]
 
 def plan_docs() -> dict[str, dict]:
     from eagle_console.cli.init_cmds import render
-    from eagle_console.demo.build import PLAN_TEMPLATE
+    from eagle_console.demo.build import plan_for
     from eagle_console.plan.loader import tomllib
 
     docs = {p.name: tomllib.loads(p.read_text()) for p in sorted((REPO / "plans").glob("*.toml"))}
-    demo = PLAN_TEMPLATE.format(root='"/tmp/demo"', python='"python3 -m x"', port=30000, python_exe='"python3"')
+    demo = plan_for(root="/tmp/demo", python="python3 -m x", port=30000, python_exe="python3")
     docs["demo"] = tomllib.loads(demo)
     docs["init"] = tomllib.loads(render(Path("plans/x.toml")))
     return docs

@@ -105,9 +105,10 @@ def test_a_plan_with_cluster_picks_the_ray_runner_by_itself(tmp_path, ray_cluste
     from clusterkit import cluster_plan
 
     from eagle_console.cluster.noderunner import RayRunner
+    from eagle_console.engine.builtins.sglang_ranks import node_runner as runner_from_env
     from eagle_console.engine.runner import action_env
     from eagle_console.plan.loader import load_plan
-    from eagle_console.sglang.noderunner import LocalRunner, runner_from_env
+    from eagle_console.sglang.noderunner import LocalRunner
 
     path = cluster_plan(tmp_path, ray_cluster, '  [[phase.step]]\n  id = "0.1"\n  title = "t"\n  run = "true"\n')
     path.write_text(path.read_text().replace("[[phase]]", '[env]\nNCCL_SOCKET_IFNAME = "eth0"\n\n[[phase]]', 1))

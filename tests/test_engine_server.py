@@ -59,7 +59,7 @@ def server_plan(tmp_path, monkeypatch):
     """)
     yield path, sim, port
     # A failed assertion must not leave a simulated server behind.
-    from eagle_console.engine.procs import stop_session
+    from eagle_console.processes import stop_session
 
     for run in engine_for(path).journal.runs():
         if run.sid:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from eagle_console.engine import exitslot
+from eagle_console.journal import exitslot
 
 
 @pytest.mark.parametrize("reason", ["x" * 3000, "é" * 600, "🔥" * 300])

@@ -12,7 +12,7 @@ import psutil
 import pytest
 from enginekit import engine_for, session_pids, wait_for, write_plan
 
-from eagle_console.engine.procs import alive
+from eagle_console.processes import alive
 from eagle_console.sim import gpustate
 from eagle_console.sim.orphans import leave_orphans
 

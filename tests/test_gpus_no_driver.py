@@ -16,7 +16,7 @@ import sys
 import pytest
 from enginekit import engine_for, write_plan
 
-from eagle_console.engine.procs import stop_session
+from eagle_console.processes import stop_session
 
 
 def cli(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:

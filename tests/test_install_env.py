@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 from enginekit import engine_for, write_plan
 
-from eagle_console.engine.pyenv import OWN_ENTRY_VAR, own_process_env, without_own_entry
+from eagle_console.engine.builtins import check_with
 from eagle_console.plan.loader import PlanError, load_plan
+from eagle_console.pyenv import OWN_ENTRY_VAR, own_process_env, without_own_entry
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -120,7 +121,7 @@ title = "P"
     path = tmp_path / "plan.toml"
     path.write_text(text)
     with pytest.raises(PlanError) as info:
-        load_plan(path, check_builtins=True)
+        load_plan(path, check_builtins=check_with)
     errs = info.value.errors
     assert [e.message for e in errs] == [
         f"sglang.server: `python`: {tmp_path}/no-such-venv/bin/python does not exist",

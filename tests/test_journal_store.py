@@ -97,9 +97,9 @@ def test_plan_statuses_and_needs(tmp_path: Path) -> None:
 
 
 def test_a_held_record_is_written_once_whoever_writes_it(tmp_path: Path) -> None:
-    """The supervisor retrying and a reader replaying its held slot (engine/heldslot.py) may both write the
+    """The supervisor retrying and a reader replaying its held slot (journal/heldslot.py) may both write the
     same record: the journal keeps one, by its number, each kind apart."""
-    from eagle_console.engine.recorder import apply_record
+    from eagle_console.journal.recorder import apply_record
 
     a, b = Journal(tmp_path / "journal.db"), Journal(tmp_path / "journal.db")  # two processes' connections
     run_id = a.begin_run("0.1", command="x", log=None, service=True)

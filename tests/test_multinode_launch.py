@@ -16,7 +16,7 @@ import pytest
 from enginekit import engine_for, wait_for
 from multinodekit import free_port, make_nodes, multinode_plan
 
-from eagle_console.engine.procs import alive
+from eagle_console.processes import alive
 from eagle_console.sglang.multinode_run import load_ranks
 from eagle_console.sim import gpustate
 
@@ -33,7 +33,7 @@ def two_nodes(tmp_path, monkeypatch):
     port, dist = free_port(), free_port()
     path = multinode_plan(tmp_path, nodes_file, port, dist)
     yield path, sims, port
-    from eagle_console.engine.procs import stop_session
+    from eagle_console.processes import stop_session
 
     for run in engine_for(path).journal.runs():
         if run.sid:

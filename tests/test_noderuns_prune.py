@@ -12,7 +12,7 @@ import time
 
 from eagle_console.cluster import noderuns
 from eagle_console.cluster.job_events import JobEvents
-from eagle_console.engine.procs import create_time
+from eagle_console.processes import create_time
 
 OLD = time.time() - noderuns.KEEP_S - 86400
 

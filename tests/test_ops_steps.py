@@ -13,8 +13,8 @@ from enginekit import engine_for, write_plan
 from eagle_console.journal import Refused
 from eagle_console.ops import export as export_op
 from eagle_console.ops import logs, rollback, steps
+from eagle_console.ops.export import FORMATS
 from eagle_console.ops.hints import Hints, refusal_text
-from eagle_console.plan.export import FORMATS
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from eagle_console.engine.builtins import REGISTRY
+from eagle_console.engine.builtins import REGISTRY, check_with
 from eagle_console.engine.builtins.base import Builtin
 from eagle_console.plan.loader import PlanError, PlanIssue, load_plan, parse_plan
+from eagle_console.plan.uses import BUILTINS, Uses
 
 REPO = Path(__file__).resolve().parent.parent
 HEAD = '[plan]\nid = "t"\ntitle = "test plan"\n\n'
@@ -366,6 +367,7 @@ class CrashingValidator(Builtin):
 
 def test_a_crashing_validator_is_a_plan_error_at_the_steps_with(tmp_path, monkeypatch):
     monkeypatch.setitem(REGISTRY, "test.crashing", f"{__name__}:CrashingValidator")
+    monkeypatch.setitem(BUILTINS, "test.crashing", Uses())
     text = plan_text("""
         [[phase]]
         id = "0"
@@ -380,7 +382,7 @@ def test_a_crashing_validator_is_a_plan_error_at_the_steps_with(tmp_path, monkey
     path.write_text(text)
     load_plan(path, environ={})  # a plain load does not ask the built-ins
     with pytest.raises(PlanError) as info:
-        load_plan(path, environ={}, check_builtins=True)
+        load_plan(path, environ={}, check_builtins=check_with)
     (issue,) = info.value.errors
     assert (issue.line, issue.column) == at(text, "{ path")
     assert issue.message.startswith("test.crashing: its check of `with` crashed (KeyError: 'missing')")
@@ -405,7 +407,7 @@ def test_sglang_server_validator_crash_on_a_draft_config_is_reported(tmp_path):
     path = tmp_path / "plan.toml"
     path.write_text(text)
     try:
-        load_plan(path, environ={}, check_builtins=True)
+        load_plan(path, environ={}, check_builtins=check_with)
     except PlanError as exc:
         (issue,) = exc.errors
         assert (issue.line, issue.column) == at(text, "{ model")

@@ -14,7 +14,6 @@ from pathlib import Path
 import psutil
 import pytest
 
-from eagle_console.engine.procs import alive
 from eagle_console.node.gpus import GpuProcessSample, GpuSample, NodeSample, open_backend
 from eagle_console.node.procs import (
     TrackedRun,
@@ -25,6 +24,7 @@ from eagle_console.node.procs import (
     scan_holders,
     scan_node,
 )
+from eagle_console.processes import alive
 from eagle_console.sim import gpustate
 
 # One script, three roles: a subreaper that adopts orphans and reaps them, a launcher that starts

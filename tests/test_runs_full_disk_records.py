@@ -23,8 +23,8 @@ import pytest
 from diskkit import fill, mount_tmpfs
 from enginekit import wait_for, write_plan
 
-from eagle_console.engine.procs import alive, stop_session
 from eagle_console.journal import Journal
+from eagle_console.processes import alive, stop_session
 from eagle_console.sim import gpustate
 
 RESULTS_PLAN = """

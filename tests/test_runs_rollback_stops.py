@@ -16,8 +16,8 @@ import sys
 import pytest
 from enginekit import engine_for, session_pids, wait_for, write_plan
 
-from eagle_console.engine.procs import alive, stop_session
 from eagle_console.engine.rollback import rollback_outcome, start_rollback
+from eagle_console.processes import alive, stop_session
 from eagle_console.sim import gpustate
 
 

@@ -18,8 +18,8 @@ import textwrap
 import pytest
 from enginekit import session_pids, wait_for, write_plan
 
-from eagle_console.engine.procs import alive, stop_session
 from eagle_console.journal import Journal
+from eagle_console.processes import alive, stop_session
 
 PLAN = """
     [[phase]]
@@ -172,11 +172,11 @@ def test_a_second_copy_is_refused_while_the_action_of_a_lost_run_still_runs(tmp_
 def test_a_reused_session_number_is_not_taken_for_the_lost_action(tmp_path):
     """The recorded leader's start time decides: a live session whose leader was born after the recorded
     one is someone else's, whatever its number."""
-    from eagle_console.engine.liveness import still_running
+    from eagle_console.node.liveness import still_running
 
     other = subprocess.Popen(["sleep", "60"], start_new_session=True)
     try:
-        from eagle_console.engine.procs import create_time
+        from eagle_console.processes import create_time
 
         born = create_time(other.pid)
         plan = write_plan(tmp_path, FOREVER)

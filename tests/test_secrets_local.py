@@ -9,8 +9,8 @@ import signal
 from enginekit import engine_for, wait_for, write_plan
 from secretkit import command_lines_seen_by, leaks, mode, other_user
 
-from eagle_console.engine.procs import alive
 from eagle_console.ports import free_port
+from eagle_console.processes import alive
 
 HF_TOKEN = "hf_secretTOKENa8c1d9e4f7"
 PASSWORD = "pw-secret-7Qz9xK"

@@ -32,8 +32,8 @@ class CliError(Exception):
 
 
 def print_json(obj: Any) -> None:
-    """One JSON document on stdout; an object carries "schema" (plan.export.JSON_SCHEMA)."""
-    from eagle_console.plan.export import JSON_SCHEMA
+    """One JSON document on stdout; an object carries "schema" (ops.export.JSON_SCHEMA)."""
+    from eagle_console.ops.export import JSON_SCHEMA
 
     if isinstance(obj, dict) and "schema" not in obj:
         obj = {"schema": JSON_SCHEMA, **obj}

@@ -57,9 +57,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def stop_demo(plan: Path, root: Path) -> int:
     """The demo is a toy node: leave no simulated server or worker running after its console closes."""
     from eagle_console.demo.build import stop_leftovers
-    from eagle_console.engine.procs import stop_session
     from eagle_console.journal import Journal
     from eagle_console.plan.loader import PlanError, load_plan
+    from eagle_console.processes import stop_session
 
     count = 0
     try:

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from eagle_console.cli.common import CliError, add_json, add_sim, load_plan, open_journal, print_json, sim_dir
+from eagle_console.ops.hints import Hints
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -51,7 +52,7 @@ def _nodes_section(address: str, local: Any) -> list[dict[str, Any]]:
     """`gpus --json`'s nodes (docs/cluster.md); the cluster unreachable is one entry saying so. The node
     whose GPUs are this machine's (`local`) says `this_machine`: they are the document's own `gpus`."""
     from eagle_console.cluster.connect import ClusterError
-    from eagle_console.ops.nodes import read_nodes, this_machine
+    from eagle_console.ops import read_nodes, this_machine
 
     try:
         nodes = read_nodes(address)
@@ -85,17 +86,12 @@ def _na(value: Any, fmt: str = "{:.0f}") -> str:
 
 
 def cmd_gpus(args: argparse.Namespace) -> int:
-    from eagle_console.node.gpus import open_backend
     from eagle_console.node.gpus.unseen import unseen_notes
-    from eagle_console.node.procs import gpus_document, scan_node
+    from eagle_console.ops import read_gpus_once
 
-    backend = open_backend(sim_dir(args))
-    try:
-        sample = backend.sample()
-        scan = scan_node(sample, [], device_prefix=backend.device_prefix)
-    finally:
-        backend.close()
-    doc = gpus_document(sample, scan.holders, scan.pid_namespace)
+    reading = read_gpus_once(sim_dir(args))  # no plan: no run is tracked
+    sample = reading.sample
+    doc = reading.document()
     address = _cluster_address(args)
     if address:
         doc["nodes"] = _nodes_section(address, sample)
@@ -106,7 +102,7 @@ def cmd_gpus(args: argparse.Namespace) -> int:
         _print_nodes(doc["nodes"])
     if sample.error:
         print(f"{sample.backend}: {sample.error}")
-    if scan.pid_namespace == "foreign":
+    if reading.pid_namespace == "foreign":
         print("container: NVML pids are the host's (holders found by their open device files)")
     for g in doc["gpus"]:
         print(f"{g['index']} {g['name'] or 'N/A'}  {_na(g['memory_used_mib'])}/{_na(g['memory_total_mib'])} MiB  "
@@ -121,13 +117,14 @@ def cmd_gpus(args: argparse.Namespace) -> int:
     return 0
 
 
-def _confirm(targets: list, scope: str) -> bool:
+def _confirm(question: str) -> bool:
     if not sys.stdin.isatty():
         raise CliError("--kill needs --yes when not run from a terminal")
-    pids = " ".join(str(h.pid) for h in targets)
-    what = "orphan(s)" if scope == "orphans" else "process(es)"
-    answer = input(f"send SIGTERM to {len(targets)} {what} ({pids})? [y/N] ")
+    answer = input(f"{question} [y/N] ")
     return answer.strip().lower() in ("y", "yes")
+
+
+INCLUDE_TRACKED = Hints(include_tracked=": --include-tracked to kill it")
 
 
 def _print_holders(holders: list, refused: dict[int, str], error: str | None = None,
@@ -155,7 +152,7 @@ def cmd_orphans(args: argparse.Namespace) -> int:
     from eagle_console.node.gpus import cannot_read
     from eagle_console.node.gpus.unseen import unattributed_mib, unseen_notes
     from eagle_console.node.kill import GraceError, resolve_grace, select_targets
-    from eagle_console.ops import orphans
+    from eagle_console.ops import kill, plan_kill, scan
 
     if args.match and args.scope != "match":
         raise CliError("--match needs --scope match")
@@ -183,29 +180,25 @@ def cmd_orphans(args: argparse.Namespace) -> int:
         nodes = doc.get("nodes") or {}
         here = next((n for n, e in nodes.items() if isinstance(e, dict) and e.get("this_machine")), None)
         try:
-            found = orphans.scan(sim, journal, here=here)
+            found = scan(sim, journal, here=here)
         except Exception as exc:  # the backend failed outright: say so in the document, not as a traceback
             doc["error"] = f"cannot scan GPU holders: {exc}"
             return _finish(args, doc, blind=True)
         with found:
             doc["error"] = found.error and cannot_read(found.backend_name, found.error)
             blind = found.unavailable  # no backend at all, as opposed to a backend with some queries failing
-            targets = orphans.choose(found, args.scope, args.match)
-            skipped = {} if args.include_tracked else {
-                h.pid: f"tracked by step {h.owner}: --include-tracked to kill it" for h in targets if h.cls == "tracked"}
-            targets = [h for h in targets if h.pid not in skipped]
-            refused = {**skipped, **found.refused}
+            plan = plan_kill(found, args.scope, args.match, include_tracked=args.include_tracked)
+            targets, refused = plan.targets, plan.not_signalled(INCLUDE_TRACKED)
             doc["holders"] = [_holder_dict(h, refused.get(h.pid)) for h in found.holders]
             doc["gpus"] = [{"index": g.index, "memory_used_mib": g.memory_used_mib,
                             "unattributed_mib": unattributed_mib(g)} for g in found.sample.gpus]
             if not args.json:
                 _print_holders(found.holders, refused, found.error, unseen_notes(found.sample))
-            if args.kill and targets and (args.yes or _confirm(targets, args.scope)):
+            if args.kill and targets and (args.yes or _confirm(plan.question())):
                 def say(msg: str) -> None:
                     print(msg, file=sys.stderr if args.json else sys.stdout, flush=True)
 
-                record = orphans.kill(found, targets, grace=grace, scope=args.scope, face="cli", journal=journal,
-                                      say=say)
+                record = kill(found, targets, grace=grace, scope=args.scope, face="cli", journal=journal, say=say)
                 doc.update(killed=record.killed, survivors=record.survivors, freed_mib=record.freed_mib)
                 if not args.json:
                     print(f"killed {record.killed}, survivors {record.survivors}, freed MiB {record.freed_mib}")
@@ -224,12 +217,12 @@ def _plan(args: argparse.Namespace) -> Any:
 def _orphans_on_nodes(args: argparse.Namespace, address: str, grace: float, journal: Any) -> dict[str, Any]:
     """Every node's holders, and with --kill its KillRecord (the kill runs on the node, by its agent)."""
     from eagle_console.cluster.connect import ClusterError
-    from eagle_console.ops.nodes import kill_on_nodes, read_nodes, this_machine
+    from eagle_console.ops import kill_on_nodes, read_nodes, sample_once, this_machine
 
     try:
         entries = read_nodes(address, journal)
         # the node that is this machine is listed and killed once, by the local scan below (as in the console)
-        here = this_machine(entries, _local_sample(args))
+        here = this_machine(entries, sample_once(sim_dir(args)))  # this machine's GPUs: their UUIDs tell
         out = {n["name"]: {"holders": [] if n["name"] == here else n["holders"] or [], "error": n["error"],
                            "this_machine": n["name"] == here} for n in entries}
         if args.kill and args.yes:
@@ -249,17 +242,6 @@ def _orphans_on_nodes(args: argparse.Namespace, address: str, grace: float, jour
             if "killed" in entry:
                 print(f"killed {entry['killed']}, survivors {entry['survivors']}, freed MiB {entry['freed_mib']}")
     return out
-
-
-def _local_sample(args: argparse.Namespace) -> Any:
-    """This machine's GPUs (their UUIDs tell which cluster node it is)."""
-    from eagle_console.node.gpus import open_backend
-
-    backend = open_backend(sim_dir(args))
-    try:
-        return backend.sample()
-    finally:
-        backend.close()
 
 
 def _holder_dict(h: Any, refused: str | None) -> dict[str, Any]:

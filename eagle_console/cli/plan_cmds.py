@@ -26,7 +26,7 @@ STATUS_CHOICES = ("pending", "in_progress", "completed", "failed", "skipped", "r
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from eagle_console.plan.export import FORMATS
+    from eagle_console.ops.export import FORMATS
 
     p = sub.add_parser(
         "validate", help="check plan files; every error as PLAN:LINE:COL: message",
@@ -74,13 +74,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 # -- validate ----------------------------------------------------------------------------------------------------
 
 def _validate_one(path: str, state_dir: str | None) -> dict[str, Any]:
+    from eagle_console.engine.builtins import check_with
     from eagle_console.plan.loader import PlanError
     from eagle_console.plan.loader import load_plan as load
 
     override = state_dir or os.environ.get("EAGLE_CONSOLE_STATE")
     warnings: list[Any] = []
     try:
-        plan = load(Path(path), state_dir=Path(override) if override else None, check_builtins=True,
+        plan = load(Path(path), state_dir=Path(override) if override else None, check_builtins=check_with,
                     warnings=warnings)
     except PlanError as exc:  # its warnings too, in file order with the errors: every problem in one pass
         both = sorted([*exc.errors, *warnings], key=lambda e: (e.line is None, e.line or 0, e.column or 0))
@@ -138,7 +139,7 @@ def _status_doc(plan: Plan) -> tuple[dict[str, Any], dict[str, str]]:
     text saying what its latest run does."""
     from eagle_console.cli.common import CLI_HINTS
     from eagle_console.ops import faces, steps
-    from eagle_console.plan.export import status_document
+    from eagle_console.ops.export import status_document
 
     journal = read_journal(plan)
     try:
@@ -155,7 +156,7 @@ def _status_doc(plan: Plan) -> tuple[dict[str, Any], dict[str, str]]:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from eagle_console.cli.color import status as paint
-    from eagle_console.plan.export import GLYPHS
+    from eagle_console.ops.export import GLYPHS
 
     plan = load_plan(args.plan, args.state_dir)
     doc, texts = _status_doc(plan)

@@ -51,13 +51,9 @@ def _local_gpu_names(log_hosts: dict[str, None]) -> list[str]:
 
     if socket.gethostname() not in log_hosts:
         return []
-    from eagle_console.node.gpus import open_backend
+    from eagle_console.ops import sample_once
 
-    backend = open_backend(None)
-    try:
-        return [g.name for g in backend.sample().gpus if g.name]
-    finally:
-        backend.close()
+    return [g.name for g in sample_once(None).gpus if g.name]
 
 
 def cmd_nccl(args: argparse.Namespace) -> int:
@@ -104,8 +100,8 @@ def _node_logs(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
         out.setdefault(name, []).append(str(_check_file(path)))
     if args.service:
         from eagle_console.cli.common import load_plan  # PLAN:LINE:COL: message, exit 2, as every command
+        from eagle_console.ops.nccl_ranks import rank_logs
         from eagle_console.ops.steps import check_step
-        from eagle_console.sglang.multinode_run import load_ranks
 
         plan_path, step = args.service
         plan = load_plan(plan_path)
@@ -114,11 +110,11 @@ def _node_logs(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
             check_step(plan, step, "give its sglang.server step ({steps})")
         except ValueError as exc:
             raise CliError(f"--service: {exc}") from None
-        ranks = load_ranks(plan.state_dir / "artifacts" / step)
+        ranks = rank_logs(plan.state_dir, step)
         if not ranks:
             raise CliError(f"step {step}: no ranks recorded (not a multi-node sglang.server, or never run)")
-        for r in ranks:
-            out.setdefault(r.node, []).append(str(_check_file(r.log)))
+        for node, log in ranks:
+            out.setdefault(node, []).append(str(_check_file(log)))
     return list(out.items())
 
 

@@ -1,9 +1,9 @@
 """NodeAgent: one small Ray actor per node that reads and kills on that node, returning plain dicts.
 
 It runs inside a Ray worker on its node, whose environment is the raylet's: EAGLE_CONSOLE_SIM set for
-`ray start` there names that node's simulated GPUs (unset: NVML). It does what the console does locally
-(node.gpus sample, node.procs scan, ops.orphans choose/kill with node.kill's protections), so a remote
-kill refuses exactly what a local one would.
+`ray start` there names that node's simulated GPUs (unset: NVML). It reads and kills with what the console
+uses locally (node/reading.py's GPU reading, node/holders.py's scan, targets and kill with node.kill's
+protections), so a remote kill refuses exactly what a local one would.
 """
 
 from __future__ import annotations
@@ -96,19 +96,13 @@ class NodeAgent:
 
     def read(self, tracked: list | None = None) -> dict[str, Any]:
         """The node's `gpus --json` document (cli.md) with its holders, taken now."""
-        from eagle_console.node.gpus import open_backend
-        from eagle_console.node.procs import gpus_document, scan_node
-        from eagle_console.ops.rank_sessions import judged_here
+        from eagle_console.node.reading import read_once
+        from eagle_console.node.tracked import judged_here
 
-        backend = open_backend(self._sim())
-        try:
-            sample = backend.sample()
-            scan = scan_node(sample, judged_here(_tracked(tracked)), device_prefix=backend.device_prefix)
-        finally:
-            backend.close()
-        doc = gpus_document(sample, scan.holders, scan.pid_namespace)
-        doc["holders"] = [h.to_dict() for h in scan.holders]
-        doc["refused"] = refusals(scan.holders)  # what a kill here would refuse, for `K` to show greyed
+        reading = read_once(self._sim(), judged_here(_tracked(tracked)))
+        doc = reading.document()
+        doc["holders"] = [h.to_dict() for h in reading.holders]
+        doc["refused"] = refusals(reading.holders)  # what a kill here would refuse, for `K` to show greyed
         doc["sampled_at"] = time.time()
         return doc
 
@@ -116,19 +110,15 @@ class NodeAgent:
              pids: list[int] | None = None, include_tracked: bool = False) -> dict[str, Any]:
         """Scan, choose (`pids` narrows it to what the operator ticked) and kill here; the record as a dict
         (the console journals it: the journal is one file on the console's machine)."""
-        from eagle_console.ops import orphans
-        from eagle_console.ops.rank_sessions import judged_here
+        from eagle_console.node import holders as kills
+        from eagle_console.node.tracked import judged_here
 
         # the console's runs and rank sessions here are the tracked; whether their leaders run is judged here
-        with orphans.scan(self._sim(), tracked=judged_here(_tracked(tracked))) as found:
+        with kills.scan(self._sim(), tracked=judged_here(_tracked(tracked))) as found:
             # the console's hand-picked pids (scope "selected") are chosen among all holders, then narrowed
-            targets = orphans.choose(found, "all" if scope == orphans.SELECTED else scope, match)
-            if pids is not None:
-                targets = [h for h in targets if h.pid in set(pids)]
-            if not include_tracked:
-                targets = [h for h in targets if h.cls != "tracked"]
+            chosen = kills.targets(found.holders, scope, match, pids=pids, include_tracked=include_tracked)
             holders = [h.to_dict() for h in found.holders]
-            record = orphans.kill(found, targets, grace=grace, scope=scope, face="cli", journal=None)
+            record = kills.kill(found, chosen.chosen, grace=grace, scope=scope, face="cli", journal=None)
         data = record._asdict()
         data["holders"] = holders
         return data

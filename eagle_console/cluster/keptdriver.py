@@ -111,7 +111,7 @@ def _token_file(env: dict[str, str]) -> bytes:
 
 def key(address: str, env: dict[str, str]) -> str:
     """The connection's key: drivers are shared only by askers that would connect the same way."""
-    from eagle_console.engine.pyenv import package_root
+    from eagle_console.pyenv import package_root
 
     conn_env = sorted((k, v) for k, v in env.items()
                       if k.startswith("RAY_") or k.lower().endswith("_proxy") or k in ("PYTHONPATH", "PYTHONHOME"))
@@ -265,7 +265,7 @@ class Opened:
 
 
 def _spawn(argv: list[str], stderr: int, **kw) -> subprocess.Popen:
-    from eagle_console.engine.pyenv import own_process_env
+    from eagle_console.pyenv import own_process_env
 
     # its own session: the terminal's Ctrl+C and hang-up are the asker's, not Ray's
     return subprocess.Popen([sys.executable, "-m", DRIVER_MODULE, *argv], stdin=subprocess.DEVNULL,

@@ -182,7 +182,7 @@ class LocalCluster:
 
     def stop(self) -> None:
         """Stop what this cluster started (SIGTERM, SIGKILL after 5 s); idempotent."""
-        from eagle_console.engine.procs import terminate_then_kill
+        from eagle_console.processes import terminate_then_kill
 
         if self._stopped:
             return
@@ -253,7 +253,7 @@ def start_local_cluster(root: str | os.PathLike[str], nodes: Mapping[str, str | 
 
     This process becomes a client of it (RAY_AUTH_MODE / RAY_AUTH_TOKEN_PATH set in os.environ, so what it
     starts inherits them). Stopped again on an exception or Ctrl+C during the start, and at exit."""
-    from eagle_console.engine.pyenv import own_process_env
+    from eagle_console.pyenv import own_process_env
     from eagle_console.statedir import write_private
 
     if not nodes:

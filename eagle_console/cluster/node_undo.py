@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from eagle_console.cluster.job_events import split_log, whole_lines
 
 if TYPE_CHECKING:
-    from eagle_console.engine.recorder import Recorder
+    from eagle_console.journal.recorder import Recorder
 
 POLL_S = 0.5  # the job's status and log: HTTP calls to the head
 NODE_CHECK_S = 2.0  # the GCS's node table, asked at most this often while the undo runs

@@ -20,7 +20,7 @@ from typing import Any
 from eagle_console.cluster.job_events import copy_job_log, split_log, whole_lines
 from eagle_console.cluster.jobs import STOP_EXTRA_S, submit_with_spec
 from eagle_console.sglang.multinode import IFNAME_VARS
-from eagle_console.sglang.noderunner import NodeError, RankProcess
+from eagle_console.sglang.noderunner import CLUSTER_ENV, RANK_ENV, NodeError, RankProcess
 
 AGENT_ANSWER_S = 30.0  # an agent's first call starts its actor on the node: seconds on a busy machine
 POLL_EVERY_S = 1.0  # a job's status and log are asked at most this often (they are HTTP calls to the head)
@@ -175,6 +175,15 @@ def ray_runner(address: str, rank_env_keys: str = "", environ: Mapping[str, str]
     env = os.environ if environ is None else environ
     keys = [k for k in rank_env_keys.split(",") if k]
     return RayRunner(address, {k: env[k] for k in keys if k in env})
+
+
+def ray_runner_from_env(environ: Mapping[str, str] | None = None) -> RayRunner:
+    """The Ray runner of the plan's [cluster], from an action's environment (EAGLE_CONSOLE_CLUSTER, and the
+    keys EAGLE_CONSOLE_RANK_ENV names): the factory the engine names for a multi-node server's service."""
+    import os
+
+    env = os.environ if environ is None else environ
+    return ray_runner(env[CLUSTER_ENV], env.get(RANK_ENV, ""), env)
 
 
 def proc_event(events: list[dict[str, Any]]) -> dict[str, Any] | None:

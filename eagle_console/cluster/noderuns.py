@@ -113,8 +113,8 @@ def read_record(job_id: str) -> dict[str, Any] | None:
 def look(job_id: str, with_log: bool = False) -> dict[str, Any]:
     """What runs here of the job's run: `found`, the record's keys, `supervisor_state` (running | stopped |
     dead), `action_pids` (the action's session members still alive) and, asked for, `log_text`."""
-    from eagle_console.engine.liveness import process_word
-    from eagle_console.engine.procs import session_members
+    from eagle_console.node.liveness import process_word
+    from eagle_console.processes import session_members
 
     data = read_record(job_id)
     if data is None:
@@ -145,7 +145,7 @@ def stop(job_id: str, grace_s: float) -> dict[str, Any]:
     Returns `found`, `stopped` (pids signalled) and `survivors`."""
     import psutil
 
-    from eagle_console.engine.procs import alive, stop_session
+    from eagle_console.processes import alive, stop_session
 
     data = read_record(job_id)
     if data is None:

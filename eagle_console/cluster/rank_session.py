@@ -39,8 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from eagle_console.cluster.handoff import take_spec
     from eagle_console.cluster.job_events import JobEvents
-    from eagle_console.engine.procs import create_time, stop_session
-    from eagle_console.engine.pyenv import forget_own_entry
+    from eagle_console.processes import create_time, stop_session
+    from eagle_console.pyenv import forget_own_entry
 
     spec = take_spec(args.spec_file)
     grace = float(spec.get("grace_s", DEFAULT_GRACE_S))

@@ -8,128 +8,85 @@ folder are stopped first, the drafters and the plan are rewritten, and the journ
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 import time
 from pathlib import Path
 
-from eagle_console.engine.pyenv import own_entry
 from eagle_console.ports import free_port
-
-PLAN_TEMPLATE = """\
-# The demo plan: Phase 0 of the EAGLE-3 effort (see plans/phase0-aqmedai-probe.toml) on a simulated
-# 8x RTX PRO 6000 node, plus a short hidden-state extraction. Built by `eagle-console demo`.
-[plan]
-id = "demo"
-title = "EAGLE-3 drafter integration for Kimi-K2.5 (simulated node)"
-node = "8x RTX PRO 6000 Blackwell, PCIe, no NVLink (simulated)"
-todo_label = "Phase {{id}}: {{title}}"
-baseline = {{ tok_s = 82.0 }}
-
-[vars]
-root    = {root}
-sim     = "${{root}}/sim"
-model   = "${{root}}/models/Kimi-K2.5"
-drafter = "${{root}}/drafters/AQ-MedAI-Kimi-K2-Instruct-eagle3"
-k25_drafter = "${{root}}/drafters/kimi-k25-eagle3"
-python  = {python}
-port    = {port}
-url     = "http://127.0.0.1:${{port}}"
-data    = "${{root}}/data"
-
-[env]
-EAGLE_CONSOLE_SIM = "${{sim}}"
-EAGLE_SIM_STARTUP_S = "4"
-NCCL_DEBUG = "INFO"
-NCCL_PROTO = "LL"
-NCCL_ALGO  = "Ring"
-
-[[phase]]
-id = "0"
-title = "Quick Probe — try AQ-MedAI K2 drafter directly with K2.5"
-priority = "high"
-
-  [[phase.step]]
-  id = "0.1"
-  title = "Kill any existing server processes"
-  description = "Earlier sessions left orphaned sglang schedulers holding GPU memory; release every handle."
-  priority = "high"
-  uses = "gpu.kill"
-  with = {{ scope = "all", grace = "3s" }}
-
-  [[phase.step]]
-  id = "0.2"
-  title = "Prepare AQ-MedAI drafter directory (fix config, verify vocab mappings)"
-  description = "SGLang enforces context limits and K2.5 expects 262144 (AQ-MedAI ships 131072)."
-  priority = "high"
-  uses = "json.set"
-  with = {{ path = "${{drafter}}/config.json", set = {{ max_position_embeddings = 262144 }} }}
-  check = {{ uses = "drafter.check", with = {{ path = "${{drafter}}", target = "${{model}}" }} }}
-
-  [[phase.step]]
-  id = "0.2b"
-  title = "Compare the AQ-MedAI vocab mapping with the K2.5 drafter's"
-  description = "Keep AQ-MedAI's own d2t: its lm_head was trained against it. Record the figures, decide by note."
-  priority = "medium"
-  uses = "drafter.compare_vocab"
-  with = {{ a = "${{drafter}}", b = "${{k25_drafter}}" }}
-
-  [[phase.step]]
-  id = "0.3"
-  title = "Launch SGLang with K2.5 base + AQ-MedAI drafter"
-  description = "TP 8 with EAGLE3 (2 steps, top-k 1, 3 draft tokens); NCCL_DEBUG=INFO, so the NCCL tab shows what each GPU pair uses."
-  priority = "high"
-  needs = ["0.1", "0.2"]
-  uses = "sglang.server"
-  log = "logs/sglang-phase0.log"
-  timeout = "5m"
-    [phase.step.with]
-    model = "${{model}}"
-    draft = "${{drafter}}"
-    tp = 8
-    port = "${{port}}"
-    python = "${{python}}"
-    speculative = {{ algorithm = "EAGLE3", num_steps = 2, eagle_topk = 1, num_draft_tokens = 3 }}
-    args = ["--trust-remote-code"]
-
-  [[phase.step]]
-  id = "0.4"
-  title = "Benchmark single-stream throughput against the 82 tok/s baseline"
-  description = "Single stream, as the 82 tok/s baseline was measured; the from-scratch drafter gave 60 tok/s."
-  priority = "high"
-  needs = ["0.3"]
-  uses = "sglang.bench"
-  with = {{ url = "${{url}}", requests = 5, max_new_tokens = 128 }}
-
-[[phase]]
-id = "1"
-title = "Hidden-state extraction (short run)"
-priority = "medium"
-needs = ["0"]
-
-  [[phase.step]]
-  id = "1.1"
-  title = "Extract hidden states of layers 3/31/59 (300 samples)"
-  description = "The dump-patched server writes layers 3, 31 and 59 of every prefill: about 3 GB a sample, so watch the projection against free space."
-  run = [{python_exe}, "-m", "eagle_console.sim.extract", "--out", "${{data}}/hidden_states", "--samples", "300", "--rate", "15", "--bytes-per-sample", "3080000000"]
-  log = "logs/extract.log"
-  watch = {{ extraction = {{ log = "logs/extract.log", output = "${{data}}/hidden_states", pattern = "*.safetensors", total = 300 }} }}
-  rollback = ["rm", "-rf", "${{data}}/hidden_states"]
-
-  [[phase.step]]
-  id = "1.2"
-  title = "Verify extracted samples (keys, shapes, dtype, finite; longest included)"
-  description = "A sample of the files: the three layers' keys, shapes and dtype, finite values, and the longest sample."
-  needs = ["1.1"]
-  uses = "extraction.verify"
-  with = {{ path = "${{data}}/hidden_states", pattern = "*.safetensors", sample = 20, hidden_size = 16 }}
-"""
+from eagle_console.pyenv import own_entry
 
 
-def _toml_str(value: str) -> str:
-    return json.dumps(value)  # a JSON string is a valid TOML basic string
+def plan_for(root: str, python: str, port: int, python_exe: str, pythonpath: str | None = None) -> str:
+    """The demo plan over the demo node at `root`: its server is `python` (the simulated SGLang), its steps'
+    Python `python_exe`; `pythonpath`: a source checkout's root, first on its steps' PYTHONPATH."""
+    from eagle_console.plan.text import (
+        SPECULATIVE_CHAIN,
+        Phase,
+        Step,
+        extraction_step,
+        plan_text,
+        table,
+        with_own_pythonpath,
+    )
 
+    preamble = ["The demo plan: Phase 0 of the EAGLE-3 effort (see plans/phase0-aqmedai-probe.toml) on a simulated",
+                "8x RTX PRO 6000 node, plus a short hidden-state extraction. Built by `eagle-console demo`."]
+    plan = table("plan", [
+        ("id", "demo"), ("title", "EAGLE-3 drafter integration for Kimi-K2.5 (simulated node)"),
+        ("node", "8x RTX PRO 6000 Blackwell, PCIe, no NVLink (simulated)"),
+        ("todo_label", "Phase {id}: {title}"), ("baseline", {"tok_s": 82.0}),
+    ])
+    variables = table("vars", [
+        ("root", root), ("sim", "${root}/sim"), ("model", "${root}/models/Kimi-K2.5"),
+        ("drafter", "${root}/drafters/AQ-MedAI-Kimi-K2-Instruct-eagle3"),
+        ("k25_drafter", "${root}/drafters/kimi-k25-eagle3"), ("python", python), ("port", port),
+        ("url", "http://127.0.0.1:${port}"), ("data", "${root}/data"),
+    ])
+    env = table("env", with_own_pythonpath([
+        ("EAGLE_CONSOLE_SIM", "${sim}"), ("EAGLE_SIM_STARTUP_S", "4"), ("NCCL_DEBUG", "INFO"),
+        ("NCCL_PROTO", "LL"), ("NCCL_ALGO", "Ring"),
+    ], pythonpath))
+    probe = Phase([("id", "0"), ("title", "Quick Probe — try AQ-MedAI K2 drafter directly with K2.5"),
+                   ("priority", "high")], [
+        Step([("id", "0.1"), ("title", "Kill any existing server processes"),
+              ("description", "Earlier sessions left orphaned sglang schedulers holding GPU memory; release every handle."), ("priority", "high"),
+              ("uses", "gpu.kill"), ("with", {"scope": "all", "grace": "3s"})]),
+        Step([("id", "0.2"), ("title", "Prepare AQ-MedAI drafter directory (fix config, verify vocab mappings)"),
+              ("description", "SGLang enforces context limits and K2.5 expects 262144 (AQ-MedAI ships 131072)."),
+              ("priority", "high"), ("uses", "json.set"),
+              ("with", {"path": "${drafter}/config.json", "set": {"max_position_embeddings": 262144}}),
+              ("check", {"uses": "drafter.check", "with": {"path": "${drafter}", "target": "${model}"}})]),
+        Step([("id", "0.2b"), ("title", "Compare the AQ-MedAI vocab mapping with the K2.5 drafter's"),
+              ("description", "Keep AQ-MedAI's own d2t: its lm_head was trained against it. Record the figures, decide by note."),
+              ("priority", "medium"), ("uses", "drafter.compare_vocab"),
+              ("with", {"a": "${drafter}", "b": "${k25_drafter}"})]),
+        Step([("id", "0.3"), ("title", "Launch SGLang with K2.5 base + AQ-MedAI drafter"),
+              ("description", "TP 8 with EAGLE3 (2 steps, top-k 1, 3 draft tokens); NCCL_DEBUG=INFO, so the NCCL tab shows what each GPU pair uses."), ("priority", "high"),
+              ("needs", ["0.1", "0.2"]), ("uses", "sglang.server"), ("log", "logs/sglang-phase0.log"),
+              ("timeout", "5m")],
+             with_=[("model", "${model}"), ("draft", "${drafter}"), ("tp", 8), ("port", "${port}"),
+                    ("python", "${python}"), ("speculative", SPECULATIVE_CHAIN), ("args", ["--trust-remote-code"])]),
+        Step([("id", "0.4"), ("title", "Benchmark single-stream throughput against the 82 tok/s baseline"),
+              ("description", "Single stream, as the 82 tok/s baseline was measured; the from-scratch drafter gave 60 tok/s."),
+              ("priority", "high"), ("needs", ["0.3"]), ("uses", "sglang.bench"),
+              ("with", {"url": "${url}", "requests": 5, "max_new_tokens": 128})]),
+    ])
+    extraction = Phase([("id", "1"), ("title", "Hidden-state extraction (short run)"), ("priority", "medium"),
+                        ("needs", ["0"])], [
+        extraction_step("1.1", "Extract hidden states of layers 3/31/59 (300 samples)", python_exe,
+                        "${data}/hidden_states", 300, "logs/extract.log",
+                        watch={"log": "logs/extract.log", "output": "${data}/hidden_states",
+                               "pattern": "*.safetensors", "total": 300},
+                        description="The dump-patched server writes layers 3, 31 and 59 of every prefill: about 3 GB "
+                                    "a sample, so watch the projection against free space."),
+        Step([("id", "1.2"), ("title", "Verify extracted samples (keys, shapes, dtype, finite; longest included)"),
+              ("description", "A sample of the files: the three layers' keys, shapes and dtype, finite values, and the longest sample."),
+              ("needs", ["1.1"]), ("uses", "extraction.verify"),
+              ("with", {"path": "${data}/hidden_states", "pattern": "*.safetensors", "sample": 20,
+                        "hidden_size": 16})]),
+    ])
+    return plan_text(preamble, [plan, variables, env], [probe, extraction])
 
 
 def stop_leftovers(root: Path, sim: Path | None = None) -> list[int]:
@@ -140,7 +97,7 @@ def stop_leftovers(root: Path, sim: Path | None = None) -> list[int]:
     pids = [h.pid for h in gpustate.holders(sim)] if (sim / "holders").is_dir() else []
     import psutil
 
-    from eagle_console.engine.procs import terminate_then_kill
+    from eagle_console.processes import terminate_then_kill
 
     procs = []
     for pid in pids:
@@ -173,14 +130,8 @@ def build_demo(root: Path, orphans: int = 2, port: int | None = None, container:
     plan_path = root / "plans" / "demo.toml"
     plan_path.parent.mkdir(exist_ok=True)
     python_cmd = f"{sys.executable} -m eagle_console.sim.sglang_server"
-    text = PLAN_TEMPLATE.format(
-        root=_toml_str(str(root)), python=_toml_str(python_cmd), port=port or free_port(),
-        python_exe=_toml_str(sys.executable),
-    )
-    entry = own_entry()
-    if entry:  # a source checkout, not installed: the demo's steps run this package's sim, so say where it is
-        text = text.replace("[env]\n", f"[env]\nPYTHONPATH = {_toml_str(entry)}\n", 1)
-    plan_path.write_text(text)
+    # own_entry: a source checkout, not installed: the demo's steps run this package's sim, so say where it is
+    plan_path.write_text(plan_for(str(root), python_cmd, port or free_port(), sys.executable, own_entry()))
     if orphans:
         sim_orphans.leave_orphans(root / "sim", orphans)
     return plan_path

@@ -17,68 +17,10 @@ import string
 import sys
 from pathlib import Path
 
-from eagle_console.demo.build import _toml_str
-from eagle_console.engine.pyenv import own_entry
 from eagle_console.ports import free_port
+from eagle_console.pyenv import own_entry
 
 GPUS_PER_NODE = 8
-
-PLAN_TEMPLATE = """\
-# The multi-node demo: {count} simulated 8-GPU nodes ({names}), one SGLang server across all of them and an
-# extraction pinned to node b. Built by `eagle-console demo --nodes {count}`.
-[plan]
-id = "demo-nodes"
-title = "EAGLE-3 on Kimi-K2.5 across {count} simulated nodes"
-node = "{count} x 8x RTX PRO 6000 Blackwell, NET/Socket between nodes (simulated)"
-
-[vars]
-root    = {root}
-model   = "${{root}}/models/Kimi-K2.5"
-drafter = "${{root}}/drafters/kimi-k25-eagle3"
-python  = {python}
-port    = {port}
-data    = "${{root}}/data"
-
-{cluster}[env]
-{runner_env}EAGLE_SIM_STARTUP_S = "4"
-NCCL_DEBUG = "INFO"
-NCCL_SOCKET_IFNAME = "eth0"
-GLOO_SOCKET_IFNAME = "eth0"
-
-[[phase]]
-id = "0"
-title = "Serve across the nodes"
-priority = "high"
-
-  [[phase.step]]
-  id = "0.1"
-  title = "Launch SGLang with tp {tp} over nodes {names} (one rank per node)"
-  priority = "high"
-  uses = "sglang.server"
-  timeout = "5m"
-    [phase.step.with]
-    model = "${{model}}"
-    draft = "${{drafter}}"
-    tp = {tp}
-    port = "${{port}}"
-    dist_port = {dist_port}
-    nodes = {nodes}
-    python = "${{python}}"
-    speculative = {{ algorithm = "EAGLE3", num_steps = 2, eagle_topk = 1, num_draft_tokens = 3 }}
-
-[[phase]]
-id = "1"
-title = "Extraction on node b while the server runs"
-priority = "medium"
-
-  [[phase.step]]
-  id = "1.1"
-  title = "Extract hidden states on node b (100 samples)"
-{node_b}  run = [{python_exe}, "-m", "eagle_console.sim.extract", "--out", "${{data}}/hidden_states", "--samples", "100", "--rate", "15", "--bytes-per-sample", "3080000000"]
-  log = "logs/extract-b.log"
-  rollback = ["rm", "-rf", "${{data}}/hidden_states"]
-"""
-
 
 def node_names(count: int) -> list[str]:
     if not 2 <= count <= 26:
@@ -117,29 +59,60 @@ def write_plan(root: Path, names: list[str], cluster: str | None = None, tp: int
                token_path: Path | None = None) -> Path:
     """`plans/demo.toml` for nodes `names` under `root`; with `cluster` (a Ray address) its `[cluster]`, the
     extraction pinned to node b and the Ray token file (`token_path`) in the steps' environment."""
+    from eagle_console.plan.text import (
+        SPECULATIVE_CHAIN,
+        Key,
+        Phase,
+        Step,
+        extraction_step,
+        plan_text,
+        table,
+        with_own_pythonpath,
+    )
+
     root = Path(root).resolve()
     count = len(names)
+    sections = []
     if cluster:
-        header = f"[cluster]\naddress = {_toml_str(cluster)}\n\n"
         from eagle_console.cluster.local import auth_env  # what a client of the cluster needs
 
-        auth = auth_env(token_path) if token_path else {"RAY_AUTH_MODE": "token"}
-        runner_env = "".join(f"{k} = {_toml_str(v)}\n" for k, v in auth.items())
-        node_b = '  node = "b"\n'
+        sections.append(table("cluster", [("address", cluster)]))
+        runner_env: list[Key] = list((auth_env(token_path) if token_path else {"RAY_AUTH_MODE": "token"}).items())
+        node_b = "b"
     else:  # the local runner: every node is this machine (nodes.json), the extraction runs here
-        header, runner_env, node_b = "", 'EAGLE_CONSOLE_NODES = "${root}/nodes.json"\n', ""
-    text = PLAN_TEMPLATE.format(
-        count=count, names=", ".join(names), root=_toml_str(str(root)), tp=tp or GPUS_PER_NODE * count,
-        python=_toml_str(f"{sys.executable} -m eagle_console.sim.sglang_server"), port=free_port(),
-        dist_port=free_port(), nodes=json.dumps(names), python_exe=_toml_str(sys.executable),
-        cluster=header, runner_env=runner_env, node_b=node_b)
-    entry = own_entry()
-    if entry:  # a source checkout: the ranks run this package's sim
-        text = text.replace("[env]\n", f"[env]\nPYTHONPATH = {_toml_str(entry)}\n", 1)
-    plan = root / "plans" / "demo.toml"
-    plan.parent.mkdir(parents=True, exist_ok=True)
-    plan.write_text(text)
-    return plan
+        runner_env, node_b = [("EAGLE_CONSOLE_NODES", "${root}/nodes.json")], None
+    tp = tp or GPUS_PER_NODE * count
+    preamble = [f"The multi-node demo: {count} simulated 8-GPU nodes ({', '.join(names)}), one SGLang server "
+                "across all of them and an",
+                f"extraction pinned to node b. Built by `eagle-console demo --nodes {count}`."]
+    plan = table("plan", [
+        ("id", "demo-nodes"), ("title", f"EAGLE-3 on Kimi-K2.5 across {count} simulated nodes"),
+        ("node", f"{count} x 8x RTX PRO 6000 Blackwell, NET/Socket between nodes (simulated)"),
+    ])
+    variables = table("vars", [
+        ("root", str(root)), ("model", "${root}/models/Kimi-K2.5"), ("drafter", "${root}/drafters/kimi-k25-eagle3"),
+        ("python", f"{sys.executable} -m eagle_console.sim.sglang_server"), ("port", free_port()),
+        ("data", "${root}/data"),
+    ])
+    # a source checkout: the ranks run this package's sim
+    env = table("env", with_own_pythonpath([*runner_env, ("EAGLE_SIM_STARTUP_S", "4"), ("NCCL_DEBUG", "INFO"),
+                                            ("NCCL_SOCKET_IFNAME", "eth0"), ("GLOO_SOCKET_IFNAME", "eth0")],
+                                           own_entry()))
+    serve = Phase([("id", "0"), ("title", "Serve across the nodes"), ("priority", "high")], [
+        Step([("id", "0.1"), ("title", f"Launch SGLang with tp {tp} over nodes {', '.join(names)} (one rank per node)"),
+              ("priority", "high"), ("uses", "sglang.server"), ("timeout", "5m")],
+             with_=[("model", "${model}"), ("draft", "${drafter}"), ("tp", tp), ("port", "${port}"),
+                    ("dist_port", free_port()), ("nodes", names), ("python", "${python}"),
+                    ("speculative", SPECULATIVE_CHAIN)]),
+    ])
+    extraction = Phase([("id", "1"), ("title", "Extraction on node b while the server runs"), ("priority", "medium")], [
+        extraction_step("1.1", "Extract hidden states on node b (100 samples)", sys.executable,
+                        "${data}/hidden_states", 100, "logs/extract-b.log", node=node_b),
+    ])
+    plan_path = root / "plans" / "demo.toml"
+    plan_path.parent.mkdir(parents=True, exist_ok=True)
+    plan_path.write_text(plan_text(preamble, [*sections, plan, variables, env], [serve, extraction]))
+    return plan_path
 
 
 def stop_node_leftovers(root: Path) -> list[int]:

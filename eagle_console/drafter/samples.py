@@ -9,6 +9,7 @@ their headers; torch `.pt`/`.ckpt` files only when torch is importable.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 from pathlib import Path
 from typing import Any
@@ -20,9 +21,17 @@ from eagle_console.drafter.safetensors_io import (
     read_float,
     read_header,
 )
-from eagle_console.node.extraction import is_sample
 
 INT_DTYPES = ("I64", "I32", "I16", "I8", "U8", "BOOL")
+# What an extraction writes: SpecForge `.ckpt` (`.ckpt.gz`), torch `.pt`, speculators `.safetensors`.
+SAMPLE_SUFFIXES = (".pt", ".ckpt", ".ckpt.gz", ".safetensors")
+
+
+def is_sample(name: str, pattern: str | None) -> bool:
+    """A sample file of an extraction (the node's watch counts them, `extraction.verify` opens them)."""
+    if name.startswith("."):
+        return False  # temporary files of atomic writers
+    return fnmatch.fnmatch(name, pattern) if pattern else name.endswith(SAMPLE_SUFFIXES)
 
 
 def pick_sample(files: list[tuple[str, int]], count: int) -> list[str]:

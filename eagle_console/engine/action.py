@@ -20,9 +20,9 @@ from pathlib import Path
 
 from eagle_console.engine.builtins import NotAvailable, get_builtin
 from eagle_console.engine.builtins.base import ActionContext, BuiltinError
-from eagle_console.engine.pyenv import CALL_VAR, forget_own_entry
 from eagle_console.engine.spec import decode_call
 from eagle_console.node import selfmark
+from eagle_console.pyenv import CALL_VAR, forget_own_entry
 
 
 def main(argv: list[str] | None = None) -> int:

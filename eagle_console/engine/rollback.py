@@ -7,11 +7,11 @@ out step by step, journaling each, so a rollback interrupted half-way is resumed
 
 from __future__ import annotations
 
-from eagle_console.engine.runner import Engine, action_argv, action_env, kill_grace_s, launch_supervisor
-from eagle_console.engine.spec import RollbackSpec, UndoItem, write_spec
+from eagle_console.engine.runner import Engine, action_argv, action_env, launch_supervisor
+from eagle_console.engine.spec import RollbackSpec, UndoItem, kill_grace_s, rollback_log_path, write_spec
 from eagle_console.journal import Refused
-from eagle_console.ops.logs import rollback_log_path
 from eagle_console.plan.model import Step
+from eagle_console.statedir import runs_dir
 
 UNDOABLE = ("completed", "failed", "in_progress")
 
@@ -141,7 +141,7 @@ def start_rollback(engine: Engine, target: str, cascade: bool = False, force: bo
     spec = RollbackSpec(rollback_id=rollback_id, target=target, journal=str(engine.journal.path), log=str(log),
                         cwd=str(plan.folder), env={**items[0].env} if items and items[0].env else {},
                         items=items, grace_s=kill_grace_s())
-    spec_path = plan.state_dir / "runs" / f"rollback-{rollback_id}.json"
+    spec_path = runs_dir(plan.state_dir) / f"rollback-{rollback_id}.json"
     write_spec(spec_path, spec)
     launch_supervisor(spec_path)
     return rollback_id, items

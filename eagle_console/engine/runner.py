@@ -14,31 +14,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eagle_console.engine import exitslot, heldslot
-from eagle_console.engine.procs import alive
-from eagle_console.engine.pyenv import builtin_argv, own_process_env
-from eagle_console.engine.spec import ActionSpec, BuiltinCall, ReadySpec, encode_call, write_spec
-from eagle_console.journal import EventKind, Journal, Refused, Run, plan_statuses
+from eagle_console.engine.spec import (
+    ActionSpec,
+    BuiltinCall,
+    ReadySpec,
+    encode_call,
+    kill_grace_s,
+    step_log_path,
+    write_spec,
+)
+from eagle_console.journal import EventKind, Journal, Refused, Run, exitslot, heldslot, plan_statuses
 from eagle_console.plan.model import Action, Plan, Ready, Step
-from eagle_console.statedir import private_opener
+from eagle_console.processes import alive
+from eagle_console.pyenv import builtin_argv, own_process_env
+from eagle_console.statedir import artifacts_dir, private_opener, runs_dir
 
 # A run whose supervisor has not reported its pid after this long never started.
 SUPERVISOR_START_GRACE_S = 20.0
-
-
-def kill_grace_s() -> float:
-    """SIGTERM → SIGKILL grace for timeouts and rollbacks: node.kill's one parser of EAGLE_CONSOLE_KILL_GRACE.
-
-    Called after the run or rollback is journaled, so a bad value cannot refuse it any more: it is
-    reported on stderr and the default grace is used instead of a negative or made-up one.
-    """
-    from eagle_console.node.kill import DEFAULT_GRACE_S, GraceError, resolve_grace
-
-    try:
-        return resolve_grace()
-    except GraceError as exc:
-        print(f"eagle-console: {exc}; using {DEFAULT_GRACE_S:g}s", file=sys.stderr)
-        return DEFAULT_GRACE_S
 
 
 def action_argv(plan: Plan, step: Step, action: Action, mode: str, run_id: int | None = None,
@@ -56,7 +48,7 @@ def builtin_call(plan: Plan, step: Step, action: Action, mode: str, run_id: int 
     """Everything the built-in of `action` needs, resolved now: its process never reads the plan."""
     return BuiltinCall(
         uses=action.uses or "", mode=mode, step_id=step.id, args=dict(action.with_),
-        state_dir=str(plan.state_dir), artifacts=str(plan.state_dir / "artifacts" / step.id),
+        state_dir=str(plan.state_dir), artifacts=str(artifacts_dir(plan.state_dir, step.id)),
         folder=str(plan.folder), baseline=dict(plan.baseline), timeout_s=step.timeout_s, run_id=run_id,
         force=force, service_run=dict(service_run or {}),
     )
@@ -152,10 +144,10 @@ class Engine:
         return lost
 
     def _replay_held(self, run: Run) -> str | None:
-        """Record what the dead supervisor of `run` held in its slot (engine/heldslot.py), each record once;
+        """Record what the dead supervisor of `run` held in its slot (journal/heldslot.py), each record once;
         returns what the run's reason must add: what was not recorded, or (a read-only reader, which writes
         nothing) what waits in the slot for a reader that can write."""
-        from eagle_console.engine.recorder import apply_record
+        from eagle_console.journal.recorder import apply_record
 
         slot = heldslot.held_slot(self.plan.state_dir, run.id)
         doc = heldslot.read(slot)
@@ -174,12 +166,10 @@ class Engine:
         return plan_statuses(self.plan, self.journal.statuses())
 
     def log_path(self, step: Step, run_id: int) -> Path:
-        from eagle_console.ops.logs import step_log_path
-
         return step_log_path(self.plan, step, run_id)
 
     def live_service(self, step_id: str) -> Run | None:
-        from eagle_console.ops.logs import live_service
+        from eagle_console.node.liveness import live_service
 
         return live_service(self.journal, step_id)
 
@@ -221,7 +211,7 @@ class Engine:
         )
         if step.node:
             return self._start_on_node(step, spec)
-        spec_path = self.plan.state_dir / "runs" / f"{run_id}.json"
+        spec_path = runs_dir(self.plan.state_dir) / f"{run_id}.json"
         write_spec(spec_path, spec)
         exitslot.reserve(exitslot.exit_slot(self.plan.state_dir, run_id))  # room for the exit on a full disk
         heldslot.reserve(heldslot.held_slot(self.plan.state_dir, run_id))  # and for what comes before it
@@ -232,7 +222,7 @@ class Engine:
         """Refuse while an ended run's action still runs (its supervisor died, `kill -9`): starting the step
         again would run it twice. Its session is found by the recorded sid and leader start time (a reused
         number is never taken for it); `--force` does not get past this — stopping it does."""
-        from eagle_console.engine.liveness import still_running_many
+        from eagle_console.node.liveness import still_running_many
 
         ended = [r for r in self.journal.runs(step_id) if r.kind == "action" and r.finished]
         for run_id, pids in still_running_many(ended).items():

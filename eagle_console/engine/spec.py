@@ -10,11 +10,15 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from eagle_console.statedir import private_dirs, write_private
+from eagle_console.statedir import private_dirs, rollback_log, step_log, write_private
+
+if TYPE_CHECKING:
+    from eagle_console.plan.model import Plan, Step
 
 
 @dataclass
@@ -124,3 +128,28 @@ def spec_from_data(data: dict[str, Any]) -> ActionSpec | RollbackSpec:
         return ActionSpec(**data, ready=ReadySpec(**ready) if ready else None)
     items = [UndoItem(**i) for i in data.pop("items")]
     return RollbackSpec(**data, items=items)
+
+
+def step_log_path(plan: Plan, step: Step, run_id: int) -> Path:
+    """Where a run of `step` writes: the step's `log`, else `logs/<step>-<run>.log` in the state dir."""
+    return step.log or step_log(plan.state_dir, step.id, run_id)
+
+
+def rollback_log_path(plan: Plan, rollback_id: int) -> Path:
+    """Where rollback `rollback_id`'s supervisor writes."""
+    return rollback_log(plan.state_dir, rollback_id)
+
+
+def kill_grace_s() -> float:
+    """SIGTERM → SIGKILL grace for timeouts and rollbacks: node.kill's one parser of EAGLE_CONSOLE_KILL_GRACE.
+
+    Called after the run or rollback is journaled, so a bad value cannot refuse it any more: it is
+    reported on stderr and the default grace is used instead of a negative or made-up one.
+    """
+    from eagle_console.node.kill import DEFAULT_GRACE_S, GraceError, resolve_grace
+
+    try:
+        return resolve_grace()
+    except GraceError as exc:
+        print(f"eagle-console: {exc}; using {DEFAULT_GRACE_S:g}s", file=sys.stderr)
+        return DEFAULT_GRACE_S

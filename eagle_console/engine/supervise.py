@@ -26,14 +26,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from eagle_console.engine import exitslot, heldslot
-from eagle_console.engine.procs import alive, create_time, stop_session
-from eagle_console.engine.pyenv import child_command, forget_own_entry, shown
-from eagle_console.engine.recorder import WRITE_ERRORS, Recorder, persist, warn
 from eagle_console.engine.spec import ActionSpec, RollbackSpec, UndoItem, read_spec
-from eagle_console.journal import EventKind, Journal
+from eagle_console.journal import EventKind, Journal, exitslot, heldslot
+from eagle_console.journal.recorder import WRITE_ERRORS, Recorder, persist, warn
 from eagle_console.node import selfmark
 from eagle_console.node.tail import NotRegularFile, open_regular
+from eagle_console.processes import alive, create_time, stop_session
+from eagle_console.pyenv import child_command, forget_own_entry, shown
 from eagle_console.statedir import private_dirs
 
 RESULT_RE = re.compile(r"^::result\s+([A-Za-z0-9_.\-]+)=(.*)$")
@@ -184,7 +183,7 @@ def _log_size(path: Path) -> int:
 def keep_exit(journal: Journal, run_id: int, step_id: str, recorder: Recorder | None = None, **end: Any) -> bool:
     """Record the run's end, after what the recorder still holds; on a journal that cannot take it (a full
     disk) keep it in the run's exit slot and retry until it can: the run is never `lost` for want of space
-    (engine/exitslot.py). What could not be recorded at all is added to the reason."""
+    (journal/exitslot.py). What could not be recorded at all is added to the reason."""
     if recorder is not None and (missing := recorder.not_recorded()):
         end["reason"] = f"{end['reason']}; {missing}" if end.get("reason") else missing
     kept_said = False

@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from eagle_console.statedir import logs_dir
+
 # 1: the events table, its indexes and the append-only triggers (journal/store.SCHEMA). A journal written
 # before versions existed reads 0 and has the same tables: its migration only stamps the version.
 # 2: events gain `face` (console | cli | agent:<client>: which face acted, beside `who`; issue 34).
@@ -123,7 +125,7 @@ def history_lost_note(path: Path, last_event_id: int) -> str | None:
     now reads "pending" — which would otherwise pass silently."""
     if last_event_id > 0:
         return None
-    logs = path.parent / "logs"
+    logs = logs_dir(path.parent)
     try:
         count = sum(1 for entry in os.scandir(logs) if entry.name.endswith(".log"))
     except OSError:

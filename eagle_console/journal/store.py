@@ -32,7 +32,7 @@ from eagle_console.journal.operator import current_operator
 from eagle_console.journal.records import Event, Note, Refused, Result, Run, StepState
 from eagle_console.journal.runfold import RunFold
 from eagle_console.journal.status import STATUSES, unmet
-from eagle_console.statedir import private_database
+from eagle_console.statedir import journal_path, private_database
 
 if TYPE_CHECKING:
     from eagle_console.journal.approvals import Approval
@@ -125,7 +125,7 @@ class Journal:
 
     @classmethod
     def for_plan(cls, plan: Plan, readonly: bool = False, face: str | None = None) -> Journal:
-        return cls(plan.state_dir / "journal.db", readonly=readonly, face=face)
+        return cls(journal_path(plan.state_dir), readonly=readonly, face=face)
 
     def close(self) -> None:
         with self._lock:
@@ -183,7 +183,7 @@ class Journal:
 
     def append_held(self, event_kind: EventKind, step_id: str, run_id: int, held: int | None, /,
                     **data: Any) -> int:
-        """Append a run's event; with `held` (its number in the supervisor's held slot, engine/heldslot.py)
+        """Append a run's event; with `held` (its number in the supervisor's held slot, journal/heldslot.py)
         only once: the supervisor retrying and a reader replaying the slot write it once. 0 if it was there."""
         with self._tx() as conn:
             if self._held_done(conn, event_kind, run_id, held):

@@ -167,7 +167,7 @@ class AgentTools:
         """`status --json` (who changed each step, through which face; requests awaiting approval) and what
         is next, or why nothing is."""
         from eagle_console.ops import faces, steps
-        from eagle_console.plan.export import status_document
+        from eagle_console.ops.export import status_document
 
         engine = self.engine()
         choice = steps.choose_next(engine, AGENT_HINTS)  # reconciles first
@@ -261,7 +261,7 @@ class AgentTools:
         return {"message": steps.note(self.journal, step, text, plan=self.plan), "face": self.face}
 
     def todo_list(self) -> dict[str, Any]:
-        from eagle_console.plan.export import todowrite
+        from eagle_console.ops.export import todowrite
 
         return {"todos": todowrite(self.plan, self.journal.statuses())}
 

@@ -9,7 +9,6 @@ their size settles.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import shutil
 import time
@@ -18,19 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eagle_console.drafter.samples import is_sample
 from eagle_console.parse.tqdm import Progress, last_progress, parse_summary
 
-# What an extraction writes: SpecForge `.ckpt` (`.ckpt.gz`), torch `.pt`, speculators `.safetensors`.
-SAMPLE_SUFFIXES = (".pt", ".ckpt", ".ckpt.gz", ".safetensors")
 RACY_NS = 2_000_000_000  # an mtime this recent may hide a same-tick change: list the directory again
 SHM = Path("/dev/shm")
 FROM_ELAPSED_S = 10.0  # tqdm's elapsed (whole seconds) gives the run's mean rate from here on
-
-
-def is_sample(name: str, pattern: str | None) -> bool:
-    if name.startswith("."):
-        return False  # temporary files of atomic writers
-    return fnmatch.fnmatch(name, pattern) if pattern else name.endswith(SAMPLE_SUFFIXES)
 
 
 @dataclass

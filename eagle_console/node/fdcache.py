@@ -4,7 +4,7 @@ On a node that also runs Ray (GCS, raylet, dashboard, workers: hundreds of socke
 fd's link every second tripled the GPUs pane's poll (0.35 → 1.0 % of a core). `LinkCache` keeps each
 (pid, fd) → link it read and reads only fds it has not seen; every `full_s` seconds it reads them all again,
 so an fd number closed and reopened onto a GPU is seen within that time. A kill never uses it: its scan
-reads every link (ops.orphans.scan), so what is signalled is judged on fresh evidence.
+reads every link (node.holders.scan), so what is signalled is judged on fresh evidence.
 """
 
 from __future__ import annotations

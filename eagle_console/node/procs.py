@@ -92,7 +92,7 @@ class Holder:
     create_time: float | None = None
     gpus_known: bool = True  # False: it holds a GPU (CUDA opens every device file) but which is unknown
     pgid: int | None = None
-    # started from the console's own terminal session (ops.orphans.scan sets it against the live consoles)
+    # started from the console's own terminal session (node.holders.scan sets it against the live consoles)
     same_session: bool = False
     adopted: bool = False  # its parent is PID 1 or a subreaper that took it in, not the process that started it
 
@@ -412,7 +412,7 @@ def _read_process(h: Holder) -> None:
                 h.user = str(proc.uids().real)
         h.sid = os.getsid(h.pid)
         h.pgid = os.getpgid(h.pid)
-        h.same_session = bool(h.sid) and h.sid == os.getsid(0)  # ops.orphans.scan adds other consoles'
+        h.same_session = bool(h.sid) and h.sid == os.getsid(0)  # node.holders.scan adds other consoles'
         h.proc = proc
     except (psutil.NoSuchProcess, ProcessLookupError):  # exited since the scan
         h.in_namespace = False
@@ -441,7 +441,7 @@ def tracked_runs(journal: Journal) -> list[TrackedRun]:
     run's record never changes (the journal is append-only), so it is built once per journal: the poll's cost
     does not grow with the history.
     """
-    from eagle_console.engine.procs import alive
+    from eagle_console.processes import alive
 
     ended = _ENDED_RUNS.setdefault(journal, {})
     out: list[TrackedRun] = []

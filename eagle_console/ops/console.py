@@ -6,17 +6,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eagle_console.engine.builtins import builtin_class_or_none
+# the built-ins' traits (what `u` does, whether a step previews a kill) and the engine handle's type: the
+# console takes them from ops, never from the engine itself
+from eagle_console.engine.builtins import builtin_class_or_none as builtin_class_or_none
 
 if TYPE_CHECKING:
-    from eagle_console.engine.runner import Engine
+    from eagle_console.engine.runner import Engine as Engine
     from eagle_console.journal import Journal
     from eagle_console.plan.model import Action, Plan, Step
 
 
 def engine_for(plan: Plan, journal: Journal) -> Engine:
     """The engine the step and rollback operations run on, for this plan and journal (cheap to build)."""
-    from eagle_console.engine.runner import Engine
+    from eagle_console.engine.runner import Engine  # not at the console's start: its first frame needs none
 
     return Engine(plan, journal)
 

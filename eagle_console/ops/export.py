@@ -1,14 +1,158 @@
-"""Export the plan with its journal to a file beside the state dir (todowrite, markdown, json)."""
+"""Exports of a plan with its journal (todowrite items, a markdown report, a JSON document), and the file
+beside the state dir they are written to.
+
+Pure functions over the plan and journal data, so the console and the CLI give the same output.
+"""
 
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from eagle_console.figures import format_value
+from eagle_console.journal.status import plan_statuses
+from eagle_console.plan.todo import todo_content
 
 if TYPE_CHECKING:
-    from eagle_console.journal import Journal
+    from eagle_console.journal import Journal, Note, Result, Run
     from eagle_console.plan.model import Plan
+
+# The export formats, one list: the CLI's `--format` choices and ops.export's files.
+FORMATS = ("todowrite", "markdown", "json")
+
+# Every JSON document that is an object (each --json output, the json export) carries "schema": JSON_SCHEMA,
+# raised on an incompatible change (spec cli.md, Additions). Lists (todowrite, validate of several plans)
+# stay lists.
+JSON_SCHEMA = 1
+
+
+TODO_STATUS = {
+    "pending": "pending", "rolled_back": "pending",
+    "in_progress": "in_progress", "failed": "in_progress",
+    "completed": "completed", "skipped": "cancelled",
+}
+
+GLYPHS = {
+    "completed": "✔", "in_progress": "◐", "pending": "○", "failed": "✖", "skipped": "⊘", "rolled_back": "↺",
+}
+
+
+def todowrite(plan: Plan, step_status: Mapping[str, str]) -> list[dict[str, str]]:
+    """One item per phase followed by its steps, in plan order."""
+    statuses = plan_statuses(plan, step_status)
+    items: list[dict[str, str]] = []
+    for phase in plan.phases:
+        for item in (phase, *phase.steps):
+            items.append({
+                "content": todo_content(plan, item, phase),
+                "status": TODO_STATUS.get(statuses[item.id], "pending"),
+                "priority": item.priority,
+            })
+    return items
+
+
+def _person(who: str | None, face: str | None) -> str:
+    """`alice via agent:claude-code`: who, and through which face (console, cli, agent:<client>)."""
+    return f"{who} via {face}" if who and face else who or face or ""
+
+
+def _by(who: str | None, face: str | None) -> str:
+    return f" by {_person(who, face)}" if who or face else ""
+
+
+def _when(at: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(at)) if at else ""
+
+
+def markdown(plan: Plan, step_status: Mapping[str, str], notes: Sequence[Note],
+             results: Sequence[Result], runs: Mapping[str, Run | None] | None = None) -> str:
+    """The plan tree with statuses, then each step's notes and results; the decisions collected at the end."""
+    statuses = plan_statuses(plan, step_status)
+    by_step: dict[str, list[Note]] = {}
+    for n in notes:
+        by_step.setdefault(n.step_id, []).append(n)
+    res_by_step: dict[str, list[Result]] = {}
+    for r in results:
+        res_by_step.setdefault(r.step_id, []).append(r)
+
+    lines = [f"# {plan.title}", "", f"Plan `{plan.id}` — `{plan.path.name}`"]
+    if plan.node:
+        lines.append(f"Node: {plan.node}")
+    if plan.baseline:
+        lines.append("Baseline: " + ", ".join(f"{k} = {format_value(v)}" for k, v in plan.baseline.items()))
+    lines.append("")
+    for phase in plan.phases:
+        st = statuses[phase.id]
+        lines.append(f"## {GLYPHS.get(st, '?')} Phase {phase.id}: {phase.title} — {st} ({phase.priority})")
+        lines.append("")
+        for step in phase.steps:
+            st = statuses[step.id]
+            lines.append(f"- [{'x' if st in ('completed', 'skipped') else ' '}] {GLYPHS.get(st, '?')} "
+                         f"**{step.id}** {step.title} — {st} ({step.priority})")
+            run = (runs or {}).get(step.id)
+            if run is not None:
+                code = "running" if run.ended is None else f"exit {run.exit_code}"
+                lines.append(f"  - last run: {_when(run.started)}{_by(run.who, run.face)}, {code}"
+                             + (f", log `{run.log}`" if run.log else ""))
+            for r in res_by_step.get(step.id, []):
+                lines.append(f"  - result {r.name} = {format_value(r.value)}")
+            for n in by_step.get(step.id, []):
+                who = f" ({_person(n.who, n.face)})" if n.who or n.face else ""
+                lines.append(f"  - note {_when(n.at)}{who}: {n.text}")
+        lines.append("")
+    known = {s.id for s in plan.steps()} | {p.id for p in plan.phases}
+    lines.append("## Decisions and notes")
+    lines.append("")
+    if not notes:
+        lines.append("(none yet)")
+    for n in notes:
+        where = n.step_id if n.step_id in known else f"{n.step_id} (no longer in the plan)"
+        who = f" — {_person(n.who, n.face)}" if n.who or n.face else ""
+        lines.append(f"- **{where}** {_when(n.at)}{who}: {n.text}")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def as_json(plan: Plan, step_status: Mapping[str, str], notes: Sequence[Note],
+            results: Sequence[Result], runs: Mapping[str, Run | None] | None = None) -> dict[str, Any]:
+    """The status document (cli.md `status --json`) plus notes and results per step."""
+    doc = status_document(plan, step_status, runs or {})
+    for phase in doc["phases"]:
+        for step in phase["steps"]:
+            step["notes"] = [{"text": n.text, "who": n.who, "face": n.face, "at": n.at} for n in notes
+                             if n.step_id == step["id"]]
+            step["results"] = [{"name": r.name, "value": r.value, "run_id": r.run_id, "at": r.at}
+                               for r in results if r.step_id == step["id"]]
+    doc["notes"] = [{"step": n.step_id, "text": n.text, "who": n.who, "face": n.face, "at": n.at} for n in notes]
+    return json.loads(json.dumps({"schema": JSON_SCHEMA, **doc}, default=str))
+
+
+def _run_doc(run: Run | None) -> dict[str, Any] | None:
+    if run is None:
+        return None
+    return {"pid": run.pid, "started": run.started, "ended": run.ended, "exit_code": run.exit_code,
+            "log": run.log, "who": run.who, "face": run.face}  # who started it, through which face
+
+
+def status_document(plan: Plan, step_status: Mapping[str, str],
+                    runs: Mapping[str, Run | None]) -> dict[str, Any]:
+    """`status --json`: plan, title, phases with derived status, steps with their latest run."""
+    statuses = plan_statuses(plan, step_status)
+    return {
+        "plan": plan.id,
+        "title": plan.title,
+        "phases": [{
+            "id": phase.id, "title": phase.title, "status": statuses[phase.id], "priority": phase.priority,
+            "steps": [{
+                "id": s.id, "title": s.title, "status": statuses[s.id], "priority": s.priority,
+                "run": _run_doc(runs.get(s.id)),
+            } for s in phase.steps],
+        } for phase in plan.phases],
+    }
+
 
 EXPORT_SUFFIX = {"todowrite": "todowrite.json", "markdown": "md", "json": "json"}
 
@@ -19,19 +163,17 @@ def export_path(plan: Plan, fmt: str) -> Path:
 
 
 def render(journal: Journal, plan: Plan, fmt: str) -> str:
-    """The plan with its journal in `fmt` (one of plan.export.FORMATS), as text: what `export` prints."""
-    from eagle_console.plan import export as ex
-
-    if fmt not in ex.FORMATS:
-        raise ValueError(f"unknown export format {fmt!r}; one of: {', '.join(ex.FORMATS)}")
+    """The plan with its journal in `fmt` (one of FORMATS), as text: what `export` prints."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown export format {fmt!r}; one of: {', '.join(FORMATS)}")
     statuses = journal.statuses()
     if fmt == "todowrite":
-        return json.dumps(ex.todowrite(plan, statuses), indent=2) + "\n"
+        return json.dumps(todowrite(plan, statuses), indent=2) + "\n"
     notes, results = journal.notes(), journal.results()
     runs = {s.id: journal.latest_run(s.id) for s in plan.steps()}
     if fmt == "markdown":
-        return ex.markdown(plan, statuses, notes, results, runs)
-    return json.dumps(ex.as_json(plan, statuses, notes, results, runs), indent=2) + "\n"
+        return markdown(plan, statuses, notes, results, runs)
+    return json.dumps(as_json(plan, statuses, notes, results, runs), indent=2) + "\n"
 
 
 def export(journal: Journal, plan: Plan, fmt: str) -> Path:

@@ -18,6 +18,7 @@ class Hints(NamedTuple):
     force: str = ""  # after a rollback refused because a step has no undo
     rollback: str = ""  # after "roll the step back" (a run refused while a lost run's action still runs)
     approve: str = ""  # after "approve or deny it" (a request waiting for a person: ops/approvals.py)
+    include_tracked: str = ""  # after "tracked by step X" (a live run's process a kill set aside)
 
 
 NEUTRAL = Hints()

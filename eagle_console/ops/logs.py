@@ -9,19 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+# where the engine writes a run's and a rollback's log: read from the same functions
+from eagle_console.engine.spec import rollback_log_path as rollback_log_path
+from eagle_console.engine.spec import step_log_path as step_log_path
+
 if TYPE_CHECKING:
     from eagle_console.journal import Journal, Run
-    from eagle_console.plan.model import Plan, Step
+    from eagle_console.plan.model import Plan
 
-
-def step_log_path(plan: Plan, step: Step, run_id: int) -> Path:
-    """Where a run of `step` writes: the step's `log`, else `logs/<step>-<run>.log` in the state dir."""
-    return step.log or plan.state_dir / "logs" / f"{step.id}-{run_id}.log"
-
-
-def rollback_log_path(plan: Plan, rollback_id: int) -> Path:
-    """Where rollback `rollback_id`'s supervisor writes."""
-    return plan.state_dir / "logs" / f"rollback-{rollback_id}.log"
 
 
 def latest_log_run(journal: Journal, step_id: str | None) -> Run | None:
@@ -39,13 +34,12 @@ def latest_log(journal: Journal, step_id: str | None) -> Path | None:
 
 
 def live_service(journal: Journal, step_id: str) -> Run | None:
-    """The step's service run while its supervisor is alive (the service is up or starting), else None."""
-    from eagle_console.engine.procs import alive  # psutil: not loaded for a pane that only reads logs
+    """The step's service run while its supervisor is alive (node.liveness.live_service)."""
+    from eagle_console.node.liveness import (
+        live_service as live,  # psutil: not loaded for a pane that only reads logs
+    )
 
-    run = journal.latest_run(step_id)
-    if run and run.service and not run.finished and alive(run.supervisor_pid, run.supervisor_ctime):
-        return run
-    return None
+    return live(journal, step_id)
 
 
 def service_source(plan: Plan, journal: Journal, step_id: str | None) -> tuple[str | None, Path | None]:

@@ -64,24 +64,13 @@ def gpus_of(entry: dict[str, Any]) -> list[GpuSample]:
     return [GpuSample(**{k: v for k, v in g.items() if k in keys}) for g in entry.get("gpus") or []]
 
 
-def node_runs(journal: Journal | None, node: str) -> list:
-    """The journal's runs on `node` that have a session there (their pids are that node's)."""
-    from eagle_console.node.procs import TrackedRun
-
-    if journal is None:
-        return []
-    return [TrackedRun(step_id=r.step_id, run_id=r.id, sid=r.sid, main_pid=r.pid, main_alive=r.ended is None,
-                       main_ctime=r.pid_ctime, ended=r.ended)
-            for r in journal.runs() if r.node == node and r.sid and r.pid]
-
-
 def tracked_on(journal: Journal | None, node: str) -> list:
     """What `node`'s agent classifies by: the runs on it, and the sessions of the multi-node ranks on it
-    (ops.rank_sessions: a rank's session is its own, not its step's run's). The agent judges there whether
+    (node/tracked.py: a rank's session is its own, not its step's run's). The agent judges there whether
     each leader still runs."""
     from dataclasses import asdict
 
-    from eagle_console.ops.rank_sessions import rank_sessions
+    from eagle_console.node.tracked import node_runs, rank_sessions
 
     runs = node_runs(journal, node) + [s.run for s in rank_sessions(journal) if s.on_ray and s.node == node]
     return [asdict(r) for r in runs]  # plain data: it travels as JSON to the driver process
@@ -140,8 +129,8 @@ def kill_on_nodes(address: str, *, scope: str, match: list[str], grace: float, j
     from concurrent.futures import ThreadPoolExecutor
 
     from eagle_console.cluster.connect import ClusterError, RemoteError, ask_agent, cluster_nodes
+    from eagle_console.journal.kills import KillRecord, journal_kill
     from eagle_console.journal.operator import current_operator
-    from eagle_console.ops.orphans import KILL_EVENT, KillRecord
 
     targets = [n.name for n in cluster_nodes(address)
                if n.alive and n.name != skip and (pids is None or n.name in pids)]
@@ -166,6 +155,6 @@ def kill_on_nodes(address: str, *, scope: str, match: list[str], grace: float, j
                             run_id=None, killed=data["killed"], survivors=data["survivors"], gone=data["gone"],
                             refused=data["refused"], freed_mib=data["freed_mib"])
         if journal is not None:
-            journal.append(KILL_EVENT, None, None, record.who, **record.data(), node=name)
+            journal_kill(journal, record, node=name)
         out[name] = {**record._asdict(), "holders": data["holders"], "error": None}
     return out

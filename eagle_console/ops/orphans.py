@@ -1,182 +1,107 @@
-"""Killing GPU holders, once for the three faces (`K`, `orphans --kill`, a `gpu.kill` step):
-scan → choose → kill → journal, with node.kill's protections and grace parser.
-
-Each face parses its input, renders the scan and the progress its own way, and calls these; every kill
-is journaled as one `KillRecord`, whichever face did it.
+"""The kill plan, once for the faces (`K`, `orphans --kill`, the confirmation of a gpu.kill step): what a
+kill would signal now, what it sets aside or never signals and why, and the question and preview a face
+shows. The scan, the choice and the kill itself are node/holders.py's (a gpu.kill step and a cluster node's
+agent run them too); every kill is journaled as one `KillRecord` (journal/kills.py), whichever face did it.
 """
 
 from __future__ import annotations
 
-import signal
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
-from eagle_console.journal.operator import AGENT_PREFIX
-from eagle_console.node.kill import (
-    Progress,
-    in_console_session,
-    kill_holders,
-    protection,
-    refusal,
-    select_targets,
-)
-from eagle_console.node.procs import Holder, scan_holders
+from eagle_console.journal.kills import KILL_EVENT as KILL_EVENT
+from eagle_console.journal.kills import KillRecord as KillRecord
+from eagle_console.journal.kills import journal_kill as journal_kill
+from eagle_console.node.holders import SELECTED as SELECTED
+from eagle_console.node.holders import HolderScan as HolderScan
+from eagle_console.node.holders import KillArgs, targets
+from eagle_console.node.holders import choose as choose
+from eagle_console.node.holders import kill as kill
+from eagle_console.node.holders import memory_by_gpu as memory_by_gpu
+from eagle_console.node.holders import preselect as preselect
+from eagle_console.node.holders import preselected as preselected
+from eagle_console.node.holders import scan as scan
+from eagle_console.node.holders import selection_scope as selection_scope
+from eagle_console.node.holders import tracked_note as tracked_note
+from eagle_console.node.kill import GraceError as GraceError
+from eagle_console.node.kill import resolve_grace as resolve_grace
+from eagle_console.node.tracked import journal_supervisors as journal_supervisors
+from eagle_console.ops.hints import NEUTRAL, Hints
 
 if TYPE_CHECKING:
-    from eagle_console.journal import Event, Journal
-    from eagle_console.node.gpus import GpuBackend, NodeSample
-    from eagle_console.node.procs import TrackedRun
-
-KILL_EVENT = "kill"
-FACES = ("console", "cli", "step")
-SELECTED = "selected"  # the scope of a console kill whose selection is not exactly the orphans
+    from eagle_console.journal import Journal
+    from eagle_console.node.procs import Holder
 
 
 @dataclass
-class HolderScan:
-    """Every GPU holder, why some can never be signalled, and the backend kept open to measure the kill."""
+class KillPlan:
+    """What a kill in `scope` does to this machine's holders as scanned: `targets` are signalled (the
+    never-signal rules apply again as it does: their refusals are reported), `tracked` are a live run's,
+    set aside unless the face included them, `refused` says why each holder is never signalled."""
 
-    holders: list[Holder]
-    refused: dict[int, str]  # pid -> node.kill.refusal reason
-    backend_name: str
-    error: str | None  # the backend's sample error (no driver, a GPU that did not answer)
-    backend: GpuBackend = field(repr=False)
-    supervisors: frozenset[int] = frozenset()  # live supervisors the journal recorded: never signalled
-    sample: NodeSample | None = field(default=None, repr=False)  # what the holders were read against
+    scope: str
+    match: tuple[str, ...]
+    gpus: list[int] | None
+    targets: list[Holder]
+    tracked: list[Holder]
+    refused: dict[int, str]
+
+    def not_signalled(self, hints: Hints = NEUTRAL) -> dict[int, str]:
+        """pid -> why it is not signalled: a live run's process (with the face's way to include it), or a
+        refusal."""
+        aside = {h.pid: f"tracked by step {h.owner}{hints.include_tracked}" for h in self.tracked}
+        return {**aside, **self.refused}
 
     @property
-    def unavailable(self) -> bool:
-        """No GPU backend at all: only the /proc fd scan saw holders."""
-        return self.backend_name == "none"
+    def signalled(self) -> list[Holder]:
+        """The targets the kill will signal (those it refuses are left out)."""
+        return [h for h in self.targets if h.pid not in self.refused]
 
-    def close(self) -> None:
-        self.backend.close()
+    def question(self) -> str:
+        """`send SIGTERM to 2 orphan(s) (123 456)?`: what a face asks before it kills."""
+        what = "orphan(s)" if self.scope == "orphans" else "process(es)"
+        return f"send SIGTERM to {len(self.targets)} {what} ({' '.join(str(h.pid) for h in self.targets)})?"
 
-    def __enter__(self) -> HolderScan:
-        return self
+    def preview(self, grace: str, command: Any = None) -> list[str]:
+        """The kill described before it runs: its scope and grace, each process it signals with its memory,
+        what that frees, and each one in scope it never signals. `command(h)` says a holder's command."""
+        show = command or (lambda h: h.command[:40])
+        lines = [f"scope {self.scope}" + (f" (match {', '.join(self.match)})" if self.match else "")
+                 + (f" on GPUs {self.gpus}" if self.gpus else "") + f" · grace {grace}"]
+        signalled = self.signalled
+        if not signalled:
+            lines.append("nothing to signal now: no GPU holder in scope")
+        for h in signalled:
+            mib = ", ".join(f"GPU {g} {m:.0f} MiB" for g, m in sorted(h.used_by_gpu.items())) or "fd only"
+            lines.append(f"SIGTERM {h.pid} {h.cls} · {mib} · {show(h)}")
+        freed = memory_by_gpu(signalled)
+        if freed:
+            lines.append("frees " + ", ".join(f"GPU {g} {m:.0f} MiB" for g, m in sorted(freed.items()))
+                         + f"; SIGKILL to survivors after {grace}")
+        for h in self.targets + self.tracked:
+            if h.pid in self.refused:
+                lines.append(f"not signalled {h.pid}: {self.refused[h.pid]}")
+        return lines
 
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
+
+def plan_kill(found: HolderScan, scope: str = "orphans", match: Iterable[str] = (),
+              gpus: Iterable[int] | None = None, include_tracked: bool = True) -> KillPlan:
+    """The plan of a kill in `scope` over `found` (`orphans --kill` sets a live run's processes aside unless
+    told to include them; a gpu.kill step and its preview include them, as the step's kill does)."""
+    chosen = targets(found.holders, scope, match, gpus, include_tracked=include_tracked)
+    return KillPlan(scope, tuple(match), list(gpus) if gpus is not None else None, chosen.chosen, chosen.tracked,
+                    dict(found.refused))
 
 
-def scan(sim_dir: Path | None, journal: Journal | None = None,
-         tracked: list[TrackedRun] | None = None, here: str | None = None) -> HolderScan:
-    """Sample the GPUs and classify their holders against this machine's tracked runs (the journal's, and a
-    multi-node server's rank sessions here: ops.rank_sessions.tracked_here; `here` names the cluster node
-    that is this machine, when known), or against `tracked` without a journal (a cluster node's agent: the
-    console's runs on that node)."""
-    from eagle_console.node.gpus import open_backend
-
-    backend = open_backend(sim_dir)
+def kill_preview(args: Mapping[str, Any], sim_dir: Path | None, journal: Journal, command: Any = None) -> str:
+    """What a gpu.kill step with `with` table `args` would do now (its confirmation shows it)."""
+    request = KillArgs.as_given(args)
     try:
-        sample = backend.sample()
-        if journal is not None:
-            from eagle_console.ops.rank_sessions import tracked_here
-
-            tracked = tracked_here(journal, here)
-        holders = scan_holders(sample, tracked or [], device_prefix=backend.device_prefix)
-        supervisors = journal_supervisors(journal) if journal is not None else frozenset()
-        protected = protection(supervisors)
-        for h in holders:
-            h.same_session = h.in_namespace and in_console_session(h, protected)
-        refused = {h.pid: why for h in holders if (why := refusal(h, (), protected))}
-    except BaseException:
-        backend.close()
-        raise
-    return HolderScan(holders, refused, sample.backend, sample.error, backend, supervisors, sample)
-
-
-def journal_supervisors(journal: Journal) -> frozenset[int]:
-    """The supervisors of the journal's runs that are still alive (same pid *and* create time): an
-    eagle-console process even where its command line does not say so."""
-    from eagle_console.engine.procs import alive
-
-    return frozenset(r.supervisor_pid for r in journal.runs()
-                     if r.supervisor_pid and alive(r.supervisor_pid, r.supervisor_ctime))
-
-
-def tracked_note(h: Holder) -> str:
-    """The second question's subject: `pid 1234 belongs to step 0.3 (running)`."""
-    return f"pid {h.pid} belongs to step {h.owner} (running)"
-
-
-def choose(found: HolderScan, scope: str = "orphans", match: Iterable[str] = (),
-           gpus: Iterable[int] | None = None) -> list[Holder]:
-    """The holders `scope` targets (the protections are applied again when killing)."""
-    return select_targets(found.holders, scope, match, gpus)
-
-
-def preselected(found: HolderScan) -> set[int]:
-    """What the console ticks when it opens: the orphans that may be signalled."""
-    return {h.pid for h in choose(found) if h.pid not in found.refused}
-
-
-def selection_scope(found: HolderScan, pids: Iterable[int]) -> str:
-    """`orphans` while the operator kept the preselection, `selected` once they changed it."""
-    return "orphans" if set(pids) == preselected(found) else SELECTED
-
-
-def memory_by_gpu(holders: Iterable[Holder]) -> dict[int, float]:
-    out: dict[int, float] = {}
-    for h in holders:
-        for g, mib in h.used_by_gpu.items():
-            out[g] = out.get(g, 0.0) + mib
-    return out
-
-
-class KillRecord(NamedTuple):
-    """The one shape of a journaled kill. `who`, `step_id` and `run_id` are the event's own columns."""
-
-    who: str
-    scope: str  # orphans | all | match (node.kill.SCOPES) | selected (picked by hand in the console)
-    face: str  # console | cli | step
-    step_id: str | None  # the gpu.kill step and run that did it
-    run_id: int | None
-    killed: list[int]
-    survivors: list[int]
-    gone: list[int]  # exited (or pid reused) before the signal
-    refused: list[dict[str, Any]]  # [{"pid": int, "reason": str}]
-    freed_mib: dict[str, float]  # GPU index (a JSON key) -> MiB freed
-
-    @property
-    def freed_total(self) -> float:
-        return round(sum(self.freed_mib.values()), 1)
-
-    def data(self) -> dict[str, Any]:
-        """The event's JSON data: everything but its columns."""
-        return {k: v for k, v in self._asdict().items() if k not in ("who", "step_id", "run_id")}
-
-    @classmethod
-    def from_event(cls, event: Event) -> KillRecord:
-        d = event.data
-        return cls(who=event.who or "", scope=d["scope"], face=d["face"], step_id=event.step_id,
-                   run_id=event.run_id, killed=list(d["killed"]), survivors=list(d["survivors"]),
-                   gone=list(d["gone"]), refused=list(d["refused"]), freed_mib=dict(d["freed_mib"]))
-
-
-def journal_kill(journal: Journal, record: KillRecord) -> int:
-    return journal.append(KILL_EVENT, record.step_id, record.run_id, record.who, **record.data())
-
-
-def kill(found: HolderScan, targets: list[Holder], *, grace: float, scope: str, face: str,
-         journal: Journal | None, step_id: str | None = None, run_id: int | None = None,
-         sig: int = signal.SIGTERM, progress: Progress | None = None,
-         say: Callable[[str], None] | None = None) -> KillRecord:
-    """Signal `targets` (SIGTERM, grace, SIGKILL), wait for their memory, and journal the record.
-
-    Without a journal (the CLI with no plan) the kill happens and is only returned.
-    """
-    from eagle_console.journal.operator import current_operator
-
-    if face not in FACES and not face.startswith(AGENT_PREFIX):  # an agent's kill, once a person approved it
-        raise ValueError(f"face must be one of {', '.join(FACES)} or agent:<client>, not {face!r}")
-    report = kill_holders(targets, backend=found.backend, grace=grace, sig=sig, progress=progress, say=say,
-                          consoles=found.supervisors)
-    record = KillRecord(who=current_operator(), scope=scope, face=face, step_id=step_id, run_id=run_id,
-                        killed=report["killed"], survivors=report["survivors"], gone=report["gone"],
-                        refused=report["refused"], freed_mib=report["freed_mib"])
-    if journal is not None:
-        journal_kill(journal, record)
-    return record
+        grace = f"{resolve_grace(request.grace, '`grace`'):g}s"
+    except GraceError as exc:
+        grace = f"? ({exc})"
+    with scan(sim_dir, journal) as found:
+        plan = plan_kill(found, request.scope, request.match, request.gpus)
+    return "\n".join(plan.preview(grace, command))

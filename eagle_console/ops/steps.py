@@ -15,9 +15,9 @@ from eagle_console.journal.status import plan_statuses, unmet_needs
 from eagle_console.ops.hints import NEUTRAL, Hints
 
 if TYPE_CHECKING:
-    from eagle_console.engine.liveness import RunProcs
     from eagle_console.engine.runner import Engine
     from eagle_console.journal import Journal, Run, StepState
+    from eagle_console.node.liveness import RunProcs
     from eagle_console.plan.model import Plan, Step
 
 RUNNABLE_AGAIN = ("pending", "rolled_back")
@@ -293,8 +293,8 @@ def keep_running_line(runs: list[Run]) -> str | None:
 # -- what a run's processes are now (status) ----------------------------------------------------------------
 
 def run_processes(runs: Mapping[str, Run | None]) -> dict[str, RunProcs]:
-    """Each step's latest run's processes now (engine/liveness.py), in one scan of the processes."""
-    from eagle_console.engine.liveness import run_procs, still_running_many
+    """Each step's latest run's processes now (node/liveness.py), in one scan of the processes."""
+    from eagle_console.node.liveness import run_procs, still_running_many
 
     present = {sid: r for sid, r in runs.items() if r is not None}
     still = still_running_many(present.values())

@@ -7,13 +7,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from eagle_console.plan.export import TODO_STATUS, todo_content
+from eagle_console.ops.export import TODO_STATUS
+from eagle_console.plan.todo import todo_content
 
 if TYPE_CHECKING:
     from eagle_console.journal import Journal
     from eagle_console.plan.model import Plan
 
-# A todowrite status → the step status a mark sets (the reverse of plan.export.TODO_STATUS, one status each).
+# A todowrite status → the step status a mark sets (the reverse of ops.export.TODO_STATUS, one status each).
 MARK_FOR = {"pending": "pending", "in_progress": "in_progress", "completed": "completed", "cancelled": "skipped"}
 MAX_ITEMS = 500
 

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import TypedDict
 
 from eagle_console.findings import Finding, FindingJson
-from eagle_console.parse.nccl_matrix import format_matrix, transport_matrix  # noqa: F401  (the console's import)
 from eagle_console.parse.nccl_shm import shm_verdict
 
 # host:pid:tid [cudaDev] (file:line (func) )?NCCL LEVEL msg — searched, not anchored, so a launcher

@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from eagle_console.plan.checks import PlanChecks
-from eagle_console.plan.export import TODO_LABEL_FIELDS, label_fields
 from eagle_console.plan.hazards import document_hazards
 from eagle_console.plan.interpolate import resolve_vars
 from eagle_console.plan.issues import PlanIssue
 from eagle_console.plan.model import Cluster, Phase, Plan, Step
 from eagle_console.plan.reader import _type_name, id_problem
 from eagle_console.plan.safe_text import first_control
+from eagle_console.plan.todo import TODO_LABEL_FIELDS, label_fields
 from eagle_console.plan.tomlpos import Path_
 
 # `[cluster] address`: what ray.init accepts (docs/cluster.md); checked here without importing Ray.

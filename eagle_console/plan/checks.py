@@ -8,15 +8,15 @@ from typing import Any
 from eagle_console.plan.model import Phase
 from eagle_console.plan.steps import StepReader
 from eagle_console.plan.tomlpos import Path_
+from eagle_console.plan.uses import WithCheck
 
 
 class PlanChecks(StepReader):
-    def check_builtin_args(self, doc: dict[str, Any]) -> None:
-        from eagle_console.engine.builtins import builtin_class_or_none
-
+    def check_builtin_args(self, doc: dict[str, Any], check: WithCheck) -> None:
+        """Each built-in's `with` table, as `check` (the engine's Builtin.validate) judges it. Run on a plan
+        with errors too (loader.parse_plan): a malformed phase or step is skipped here, its own error already
+        said."""
         phases = doc.get("phase", [])
-        # Run on a plan with errors too (loader.parse_plan): a malformed phase or step is skipped here, its
-        # own error already said.
         for pi, ph in enumerate(phases if isinstance(phases, list) else []):
             steps = ph.get("step", []) if isinstance(ph, dict) else []
             for si, st in enumerate(steps if isinstance(steps, list) else []):
@@ -30,12 +30,9 @@ class PlanChecks(StepReader):
                     action = self.builtin(table, path)
                     if action is None:
                         continue
-                    cls = builtin_class_or_none(action.uses)
-                    if cls is None:  # a built-in missing from this install is no fault of the plan
-                        continue
                     where = (*path, "with") if "with" in table else (*path, "uses")
                     try:
-                        problems = cls().validate(dict(action.with_))
+                        problems = check(action.uses or "", dict(action.with_))
                     except Exception as exc:  # noqa: BLE001 - a crashing validator must not let `validate` say ok
                         problems = [f"its check of `with` crashed ({type(exc).__name__}: {exc}); "
                                     "the arguments could not be validated"]

@@ -18,6 +18,7 @@ from eagle_console.plan.hazards import INT_TOO_LONG, long_int_at
 from eagle_console.plan.issues import PlanError, PlanIssue
 from eagle_console.plan.model import Plan
 from eagle_console.plan.tomlscan import DEEP, deep_at, open_triple_at, unclosed_quote
+from eagle_console.plan.uses import WithCheck
 
 # Plans are hand-written TOML of a few KB; a file 100 times that is no plan (a 10 MB array took 29 s and
 # 2 GB to refuse). parse_plan itself takes any text: benchmarks/plan_load.py measures it on large ones.
@@ -30,12 +31,13 @@ else:  # pragma: no cover
 
 
 def load_plan(path: Path, state_dir: Path | None = None, environ: Mapping[str, str] | None = None,
-              check_builtins: bool = False, warnings: list[PlanIssue] | None = None) -> Plan:
+              check_builtins: WithCheck | None = None, warnings: list[PlanIssue] | None = None) -> Plan:
     """Read and validate the plan at `path`; `state_dir` overrides the plan's own. Raises PlanError.
 
     `warnings`, when given, receives what is allowed but risky (a `${var}` quoted inside `run`).
-    `check_builtins` also asks each built-in whether its `with` table is right (`Builtin.validate`);
-    that imports the engine's built-ins, so the `validate` command does it and a plain load does not.
+    `check_builtins`, given, judges each built-in's `with` table: the `validate` command passes the engine's
+    `engine.builtins.check_with` (Builtin.validate); the plan layer imports no built-in, and a plain load
+    asks none.
     """
     path = Path(os.path.abspath(path))
     try:  # a regular file of at most 1 MiB: a FIFO, a device or a 10 MB array is refused before parsing
@@ -48,7 +50,7 @@ def load_plan(path: Path, state_dir: Path | None = None, environ: Mapping[str, s
 
 
 def parse_plan(data: bytes | str, path: Path, state_dir: Path | None = None,
-               environ: Mapping[str, str] | None = None, check_builtins: bool = False,
+               environ: Mapping[str, str] | None = None, check_builtins: WithCheck | None = None,
                warnings: list[PlanIssue] | None = None) -> Plan:
     """Validate plan source text (bytes must be UTF-8) as if read from `path`."""
     path = Path(os.path.abspath(path))
@@ -71,10 +73,10 @@ def parse_plan(data: bytes | str, path: Path, state_dir: Path | None = None,
     except RecursionError:
         builder.errors.append(PlanIssue(None, None, "a value is nested too deeply"))
         builder.stopped, plan = True, None
-    if check_builtins and not builder.stopped:
+    if check_builtins is not None and not builder.stopped:
         # Also on a plan with other errors: an unknown built-in in one step must not hide a bad `grace` in
         # another, or the operator fixes one error to be shown the next (one pass, plan-format.md).
-        builder.check_builtin_args(doc)
+        builder.check_builtin_args(doc, check_builtins)
     if warnings is not None:  # beside the errors too: every problem in one pass
         warnings.extend(PlanError(path, _ordered(builder.warnings)).errors)  # escaped like errors
     if builder.errors or plan is None:

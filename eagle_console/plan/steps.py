@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from eagle_console.plan.hazards import self_quoted_vars
 from eagle_console.plan.model import Action, ExtractionWatch, Ready, Step
 from eagle_console.plan.reader import Reader, _show, _type_name, id_problem
 from eagle_console.plan.tomlpos import Path_
-
-if TYPE_CHECKING:
-    from eagle_console.engine.builtins.base import Builtin
+from eagle_console.plan.uses import BUILTINS, uses_traits
 
 STEP_KEYS = ("id", "title", "priority", "description", "needs", "run", "uses", "with", "cwd", "env",
              "timeout", "service", "ready", "check", "rollback", "log", "watch", "confirm", "node",
@@ -22,15 +20,6 @@ READY_KEYS = ("http", "log", "timeout")
 WATCH_KEYS = ("extraction",)
 EXTRACTION_KEYS = ("log", "output", "pattern", "total")
 NODE_NAME = re.compile(r"[A-Za-z0-9._-]+")
-
-
-def builtin_traits(uses: str | None) -> type[Builtin] | None:
-    """The class of built-in `uses`, whose traits (service, confirm) shape the step; None if none or absent."""
-    if uses is None:
-        return None
-    from eagle_console.engine.builtins import builtin_class_or_none
-
-    return builtin_class_or_none(uses)
 
 
 class StepReader(Reader):
@@ -63,7 +52,7 @@ class StepReader(Reader):
         action = self.build_main_action(st, sp)
         uses = action.uses if action and action.kind == "builtin" else None
         env = self.build_env(st["env"], (*sp, "env")) if "env" in st else {}
-        traits = builtin_traits(uses)
+        traits = uses_traits(uses)
         service = self.boolean(st, "service", sp)
         if traits is not None and traits.service:
             if service is False:
@@ -137,11 +126,9 @@ class StepReader(Reader):
         if not isinstance(uses, str):
             self.error((*path, "uses"), f'"uses" must be a built-in name, not {_type_name(uses)}')
             return None
-        from eagle_console.engine.builtins import REGISTRY
-
-        if uses not in REGISTRY:
-            close = difflib.get_close_matches(uses, list(REGISTRY), n=1, cutoff=0.5)
-            hint = f'; did you mean "{close[0]}"?' if close else f"; built-ins: {', '.join(REGISTRY)}"
+        if uses not in BUILTINS:
+            close = difflib.get_close_matches(uses, list(BUILTINS), n=1, cutoff=0.5)
+            hint = f'; did you mean "{close[0]}"?' if close else f"; built-ins: {', '.join(BUILTINS)}"
             self.error((*path, "uses"), f'unknown built-in "{uses}"{hint}')
             return None
         args = self.table(table, "with", path)

@@ -55,7 +55,7 @@ def load_ranks(artifacts: Path) -> list[RankProcess]:
 def record_sessions(runner: NodeRunner, ranks: list[RankProcess]) -> bool:
     """Put each rank's session ({"pid", "ctime"} of its leader on its node) in its `ref` once the runner knows
     it (a Ray rank: from its job's log; the local runner's ref has it from the start): the console tracks the
-    rank's processes on its node by that session (ops/rank_sessions.py). True when a rank gained one."""
+    rank's processes on its node by that session (node/tracked.py). True when a rank gained one."""
     changed = False
     for i, r in enumerate(ranks):
         if r.ref.get("pid"):
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="eagle_console.sglang.multinode_run")
     ap.add_argument("--launch", required=True, help="JSON: {launches: [{node, rank, argv}], artifacts, grace_s}")
     args = ap.parse_args(argv)
-    from eagle_console.engine.pyenv import forget_own_entry
+    from eagle_console.pyenv import forget_own_entry
 
     forget_own_entry()  # the ranks get the operator's PYTHONPATH, not ours
     spec = json.loads(args.launch)

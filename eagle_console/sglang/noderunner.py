@@ -6,8 +6,9 @@ and stops one rank there. `LocalRunner` runs every "node" on this machine (tests
 simulated node dir); the Ray runner of the `cluster` extra implements the same protocol with Ray jobs.
 
 Which runner a step uses: `EAGLE_CONSOLE_NODE_RUNNER=module:factory` (a callable returning a NodeRunner),
-else the Ray runner (eagle_console.cluster.noderunner) when the plan has `[cluster]` (the engine puts its
-address in EAGLE_CONSOLE_CLUSTER and the plan's env keys in EAGLE_CONSOLE_RANK_ENV, which the ranks get),
+else the Ray runner when the plan has `[cluster]` (the engine puts its address in EAGLE_CONSOLE_CLUSTER and
+the plan's env keys in EAGLE_CONSOLE_RANK_ENV, which the ranks get; the engine's sglang.server built-in makes
+that choice, engine/builtins/sglang_ranks.node_runner: this package names no cluster module),
 else a `LocalRunner` configured by the JSON file `EAGLE_CONSOLE_NODES` names:
 `{"a": {"address": "127.0.0.1", "env": {"EAGLE_CONSOLE_SIM": "/x/a"}, "interfaces": ["eth0"]}, ...}`
 (`interfaces` left out: this machine's own; `root`: the folder the node's files are under, as a
@@ -148,7 +149,7 @@ class LocalRunner:
         return dict(self._node(node).env)
 
     def start(self, node: str, rank: int, argv: list[str], env: Mapping[str, str], log: Path) -> RankProcess:
-        from eagle_console.engine.procs import create_time
+        from eagle_console.processes import create_time
         from eagle_console.statedir import private_dirs
 
         full_env = {**os.environ, **env, **self.node_env(node)}
@@ -164,7 +165,7 @@ class LocalRunner:
                            log=str(log))
 
     def poll(self, proc: RankProcess) -> int | None:
-        from eagle_console.engine.procs import alive
+        from eagle_console.processes import alive
 
         pid = int(proc.ref["pid"])
         child = self._children.get(pid)
@@ -176,7 +177,7 @@ class LocalRunner:
         return {"pid": int(proc.ref["pid"]), "ctime": proc.ref.get("ctime")}  # the child leads its session
 
     def stop(self, proc: RankProcess, grace_s: float) -> None:
-        from eagle_console.engine.procs import stop_session
+        from eagle_console.processes import stop_session
 
         pid = int(proc.ref["pid"])
         stop_session(pid, pid, grace_s, leader_ctime=proc.ref.get("ctime"), own_child=self._children.get(pid))
@@ -189,7 +190,8 @@ class LocalRunner:
 
 
 def runner_from_env(environ: Mapping[str, str] | None = None) -> NodeRunner:
-    """The runner this process should use (see the module's docstring); NodeError when none is configured."""
+    """The runner `EAGLE_CONSOLE_NODE_RUNNER` names, else the local runner (see the module's docstring; a
+    plan's [cluster] is the engine's choice to make). NodeError when the named one cannot be loaded."""
     env = os.environ if environ is None else environ
     target = env.get(RUNNER_ENV, "").strip()
     if target:
@@ -199,13 +201,6 @@ def runner_from_env(environ: Mapping[str, str] | None = None) -> NodeRunner:
         except (ImportError, AttributeError) as exc:
             raise NodeError(f"{RUNNER_ENV}={target}: {exc}") from None
         return factory()
-    cluster = env.get(CLUSTER_ENV, "").strip()
-    if cluster:
-        try:
-            from eagle_console.cluster.noderunner import ray_runner
-        except ImportError as exc:  # Ray itself is imported on first use; this is the package missing
-            raise NodeError(f"the plan's [cluster] needs the cluster extra: {exc}") from None
-        return ray_runner(cluster, env.get(RANK_ENV, ""), env)
     nodes_file = env.get(NODES_ENV, "").strip()
     if nodes_file:
         return LocalRunner.from_file(nodes_file)

@@ -13,15 +13,23 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from eagle_console.sim import server_logs as logs
 from eagle_console.sim.server_config import ServerConfig, split_addr
 
-if TYPE_CHECKING:
-    from eagle_console.sim.sglang_server import Launcher
-
 POLL_S = 0.2
+
+
+class Launcher(Protocol):
+    """What a peer rank asks of its server's launcher (sim/sglang_server.py's Launcher, which imports this)."""
+
+    stopping: bool
+
+    def start_children(self, comm_id: str | None = None, detokenizer: bool = True) -> list[int]: ...
+    def wait_ready(self, fds: list[int]) -> bool: ...
+    def stop_children(self) -> None: ...
+    def child_failed(self) -> object | None: ...
 
 
 def _lines(sock: socket.socket, stopped: Callable[[], bool]) -> str | None:

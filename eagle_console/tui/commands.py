@@ -3,19 +3,35 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from eagle_console.ops.export import EXPORT_SUFFIX
 
 if TYPE_CHECKING:
-    from eagle_console.tui.app import ConsoleApp
+    from eagle_console.tui.context import ConsoleContext
 
 Entry = tuple[str, object, str]  # (what the palette shows, what it calls, help)
 
 
-def palette_entries(app: ConsoleApp, per_step: bool = True) -> list[Entry]:
+class PaletteHost(Protocol):
+    """What the palette calls on the App (tui/app.py's ConsoleApp): the App imports this module, not back."""
+
+    ctx: ConsoleContext
+
+    @property
+    def readonly(self) -> bool: ...
+
+    def run_action(self, action: str) -> Any: ...
+    def action_tab(self, tab_id: str) -> Any: ...
+    def open_mark(self, step_id: str) -> Any: ...
+    def confirm_and_start(self, step_id: str) -> Any: ...
+    def open_rollback(self, item_id: str) -> Any: ...
+    def export_plan(self, fmt: str) -> Any: ...
+
+
+def palette_entries(app: PaletteHost, per_step: bool = True) -> list[Entry]:
     """Everything the palette offers this console: every key's action, then (`per_step`) mark, run and roll
     back each step by name, then the exports. A read-only console offers only what changes nothing."""
     from eagle_console.tui.keys import MUTATING

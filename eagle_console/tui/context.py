@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from eagle_console.engine.runner import Engine
     from eagle_console.journal import Journal
+    from eagle_console.ops.console import Engine
     from eagle_console.plan.model import Plan
 
 
@@ -25,18 +25,18 @@ class ConsoleContext:
     sim_dir: Path | None = None
     readonly: bool = False
     selected_step_id: str | None = None
-    # The GPU pane's latest reading (a panes.gpus.GpuReading), set on the event loop: the NCCL pane weighs
+    # The GPU pane's latest reading (an ops.GpuReading), set on the event loop: the NCCL pane weighs
     # its hang check with it instead of looking the GPU pane up in the DOM.
     gpus: Any = None
 
     def this_node(self, entries: list[dict[str, Any]]) -> str | None:
         """Which cluster node is this machine, by the GPU pane's reading (ops.nodes.this_machine)."""
-        from eagle_console.ops.nodes import this_machine
+        from eagle_console.ops import this_machine
 
         return this_machine(entries, self.gpus.sample if self.gpus is not None else None)
 
     @property
     def engine(self) -> Engine:
-        from eagle_console.ops.console import engine_for
+        from eagle_console.ops import engine_for
 
         return engine_for(self.plan, self.journal)

@@ -81,7 +81,7 @@ def rollback_label(step, why: bool = True) -> str:
     if step.action is None:
         return "rollback: marks it rolled back" + (" (manual step)" if why else "")
     if step.uses:
-        from eagle_console.engine.builtins import builtin_class_or_none
+        from eagle_console.ops import builtin_class_or_none
 
         cls = builtin_class_or_none(step.uses)
         if cls is not None:

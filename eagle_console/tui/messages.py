@@ -97,5 +97,10 @@ class PlanReloaded(Message, bubble=False):
 
 
 @dataclass
+class TabShown(Message, bubble=False):
+    """To each pane of the tab just shown: a pane that polled slowly while hidden catches up now."""
+
+
+@dataclass
 class ReadGpusNow(Message, bubble=False):
     """To the GPU pane, after GpusChanged: read again now rather than at the next poll."""

@@ -54,7 +54,7 @@ def tstyle(name: str) -> str:
     app = active_app.get(None)
     if app is None:
         return theme_styles(None)[name]
-    key = (id(app), str(getattr(app, "theme", "")))
+    key = (id(app), str(app.theme))
     if key not in _cache:
         _cache[key] = theme_styles(app.get_css_variables())
     return _cache[key][name]

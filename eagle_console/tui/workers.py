@@ -22,7 +22,7 @@ from eagle_console.tui.live import read_snapshot, reload_plan, stamp
 if TYPE_CHECKING:
     from textual.message import Message
 
-    from eagle_console.engine.runner import Engine
+    from eagle_console.ops.console import Engine
     from eagle_console.tui.context import ConsoleContext
 
 Post = Callable[["Message"], Any]

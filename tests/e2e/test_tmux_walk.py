@@ -28,7 +28,7 @@ def demo(tmp_path):
     yield root, plan
     from enginekit import engine_for
 
-    from eagle_console.engine.procs import stop_session
+    from eagle_console.processes import stop_session
 
     for run in engine_for(plan).journal.runs():
         if run.sid:

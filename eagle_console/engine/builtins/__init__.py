@@ -1,12 +1,15 @@
 """Registry of built-in actions, imported lazily so a heavy one costs nothing until used.
 
-This is the one list of built-in names: the loader accepts exactly these for `uses`, and reads each
-one's traits (`service`, `confirm`, `undo_marks`, ...) from its class through `builtin_class`.
+The names are the plan format's (plan/uses.py: the loader accepts exactly those for `uses`, and applies
+their `service` and `confirm` traits, which the classes here take from there); this maps each to its
+implementation. The other traits (`undo_marks`, `drafter_findings`, `kill_preview`) are the classes' own,
+read through `builtin_class`.
 """
 
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 from eagle_console.engine.builtins.base import Builtin, BuiltinError
 
@@ -56,6 +59,13 @@ def builtin_class_or_none(name: str | None) -> type[Builtin] | None:
 def get_builtin(name: str) -> Builtin:
     """An instance of built-in `name`, or NotAvailable (never a fake success)."""
     return builtin_class(name)()
+
+
+def check_with(name: str, args: dict[str, Any]) -> list[str]:
+    """Problems with built-in `name`'s `with` table, found without running it (`Builtin.validate`); none for a
+    built-in this install lacks (no fault of the plan). What `validate` gives the plan loader to ask."""
+    cls = builtin_class_or_none(name)
+    return [] if cls is None else cls().validate(args)
 
 
 def available(name: str) -> bool:

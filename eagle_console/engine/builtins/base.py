@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from eagle_console.plan.uses import BUILTINS
+
 if TYPE_CHECKING:
     from eagle_console.engine.spec import BuiltinCall
     from eagle_console.plan.model import Ready
@@ -65,8 +67,9 @@ class ActionContext:
     def journal(self):
         """The plan's journal, for built-ins that record more than results (a kill, say)."""
         from eagle_console.journal import Journal
+        from eagle_console.statedir import journal_path
 
-        return Journal(self.state_dir / "journal.db")
+        return Journal(journal_path(self.state_dir))
 
     def load(self, name: str) -> Any | None:
         from eagle_console.inputfile import STATE_CAP, load_json
@@ -82,11 +85,18 @@ class Builtin:
 
     # A built-in's traits, declared here once; the loader, the engine, rollback and the console read them.
     name: ClassVar[str] = ""
+    # `service` and `confirm` shape the step when the plan is read: declared in plan/uses.py, taken from there
     service: ClassVar[bool] = False  # `service_argv` is exec'd and the step completes on `ready`
     confirm: ClassVar[bool] = False  # a step using it asks before it runs (unless the plan says confirm = false)
     undo_marks: ClassVar[str | None] = None  # its undo only marks the step rolled back; the sentence says why
     drafter_findings: ClassVar[bool] = False  # the console shows a drafter report for a step using it
     kill_preview: ClassVar[bool] = False  # its `with` is a kill scope: the console lists whom it would signal
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        traits = BUILTINS.get(cls.name)
+        if traits is not None:
+            cls.service, cls.confirm = traits.service, traits.confirm
 
     def validate(self, args: dict[str, Any]) -> list[str]:
         """Problems with `with` found without running (also used by `validate`)."""

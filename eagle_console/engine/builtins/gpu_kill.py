@@ -2,29 +2,11 @@
 
 from __future__ import annotations
 
-import re
-import signal
 from typing import Any
 
-from eagle_console.engine.builtins.base import ActionContext, Builtin, BuiltinError, value_errors
+from eagle_console.engine.builtins.base import ActionContext, Builtin, BuiltinError
 from eagle_console.node.gpus import cannot_read
-
-
-def parse_signal(value: Any) -> int:
-    name = str(value or "TERM").upper()
-    name = name if name.startswith("SIG") else f"SIG{name}"
-    try:
-        return int(signal.Signals[name])
-    except KeyError:
-        raise ValueError(f"unknown signal {value!r} (use TERM, INT, KILL, ...)") from None
-
-
-def _int_list(value: Any, what: str) -> list[int] | None:
-    if value is None:
-        return None
-    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        raise ValueError(f"`{what}` is a list of GPU indices, like [0, 1]")
-    return list(value)
+from eagle_console.node.holders import KillArgs
 
 
 def unreadable(found: Any) -> str | None:
@@ -38,59 +20,33 @@ def unreadable(found: Any) -> str | None:
 class GpuKill(Builtin):
     name = "gpu.kill"
     undo_marks = "killed processes cannot be brought back: marked rolled back (run it again to kill again)"
-    confirm = True
     kill_preview = True
 
     def validate(self, args: dict[str, Any]) -> list[str]:
-        from eagle_console.node.kill import SCOPES, parse_grace
-
-        problems = []
-        scope = args.get("scope", "orphans")
-        if scope not in SCOPES:
-            problems.append(f"`scope` must be one of {', '.join(SCOPES)}, not {scope!r}")
-        match = args.get("match", [])
-        if isinstance(match, str):
-            match = [match]
-        if not isinstance(match, list) or not all(isinstance(m, str) for m in match):
-            problems.append("`match` is a list of regexes")
-        else:
-            for m in match:
-                try:
-                    re.compile(m)
-                except re.error as exc:
-                    problems.append(f"`match` regex {m!r}: {exc}")
-            if scope == "match" and not match:
-                problems.append("scope 'match' needs `match` regexes")
-        problems += value_errors(lambda: _int_list(args.get("gpus"), "gpus"),
-                                 lambda: parse_signal(args.get("signal")),
-                                 lambda: args.get("grace") is None or parse_grace(args["grace"], "`grace`"))
-        return problems
+        return KillArgs.problems(args)
 
     def run(self, ctx: ActionContext) -> int:
+        from eagle_console.node import holders as kills
         from eagle_console.node.kill import GraceError, resolve_grace
-        from eagle_console.ops import orphans
 
-        problems = self.validate(ctx.args)
-        if problems:
-            raise BuiltinError("; ".join(problems))
-        scope = ctx.args.get("scope", "orphans")
-        match = ctx.args.get("match", [])
-        match = [match] if isinstance(match, str) else match
-        gpus = _int_list(ctx.args.get("gpus"), "gpus")
-        sig = parse_signal(ctx.args.get("signal"))
         try:
-            grace = resolve_grace(ctx.args.get("grace"), "`grace`")
+            request = KillArgs.read(ctx.args)
+        except ValueError as exc:
+            raise BuiltinError(str(exc)) from None
+        scope = request.scope
+        try:
+            grace = resolve_grace(request.grace, "`grace`")
         except GraceError as exc:  # EAGLE_CONSOLE_KILL_GRACE of the action's environment
             raise BuiltinError(str(exc)) from None
         journal = ctx.journal()  # its runs are the tracked ones (the action does not load the plan)
         try:
-            with orphans.scan(ctx.sim_dir, journal) as found:
+            with kills.scan(ctx.sim_dir, journal) as found:
                 if found.error:
                     ctx.say(f"GPU backend {found.backend_name}: {found.error}")
                 # No backend: only the /proc fd scan saw holders, and nothing can say their memory came
                 # back. The step fails (as `orphans --kill` exits 1), after killing what the scan found.
                 blind = unreadable(found)
-                targets = orphans.choose(found, scope, match, gpus)
+                targets = kills.choose(found, scope, request.match, request.gpus)
                 self._say_holders(ctx, found.holders, {t.pid for t in targets}, found.refused)
                 if not targets:
                     if blind:
@@ -105,9 +61,9 @@ class GpuKill(Builtin):
                     ctx.say(f"  {left:4.0f}s left of the grace period; waiting for {len(alive)}: "
                             f"{' '.join(map(str, alive))}")
 
-                record = orphans.kill(found, targets, grace=grace, scope=scope, face="step", journal=journal,
-                                      step_id=ctx.step_id, run_id=ctx.run_id, sig=sig, progress=countdown,
-                                      say=ctx.say)
+                record = kills.kill(found, targets, grace=grace, scope=scope, face="step", journal=journal,
+                                    step_id=ctx.step_id, run_id=ctx.run_id, sig=request.signal, progress=countdown,
+                                    say=ctx.say)
         finally:
             journal.close()
         ctx.save("kill.json", record._asdict())

@@ -6,8 +6,8 @@ import time
 from typing import Any
 
 from eagle_console.engine.builtins.base import ActionContext, Builtin, BuiltinError, seconds, value_errors
-from eagle_console.engine.builtins.gpu_kill import _int_list
 from eagle_console.node.gpus import cannot_read
+from eagle_console.node.holders import gpu_indices
 
 POLL_S = 0.5
 
@@ -21,7 +21,7 @@ class GpuWaitFree(Builtin):
         bound = args.get("max_used_mib", 1024)
         if isinstance(bound, bool) or not isinstance(bound, (int, float)) or bound < 0:
             problems.append("`max_used_mib` is a number of MiB >= 0")
-        problems += value_errors(lambda: _int_list(args.get("gpus"), "gpus"),
+        problems += value_errors(lambda: gpu_indices(args.get("gpus"), "gpus"),
                                  lambda: seconds(args.get("timeout", "120s")))
         return problems
 
@@ -32,7 +32,7 @@ class GpuWaitFree(Builtin):
         if problems:
             raise BuiltinError("; ".join(problems))
         bound = float(ctx.args.get("max_used_mib", 1024))
-        wanted = _int_list(ctx.args.get("gpus"), "gpus")
+        wanted = gpu_indices(ctx.args.get("gpus"), "gpus")
         timeout = seconds(ctx.args.get("timeout", "120s"))
         backend = open_backend(ctx.sim_dir)
         started = time.monotonic()

@@ -23,9 +23,32 @@ from eagle_console.sglang.multinode import (
     rank_launches,
     single_node_args,
 )
-from eagle_console.sglang.noderunner import NodeError, NodeRunner, runner_from_env
+from eagle_console.sglang.noderunner import CLUSTER_ENV, RUNNER_ENV, NodeError, NodeRunner, runner_from_env
 
 SERVICE_MODULE = "eagle_console.sglang.multinode_run"
+
+
+def ray_factory() -> str | None:
+    """`module:factory` of the Ray runner when this action belongs to a plan with [cluster] (its address in
+    EAGLE_CONSOLE_CLUSTER) and the operator named no runner of their own; else None."""
+    if os.environ.get(RUNNER_ENV, "").strip() or not os.environ.get(CLUSTER_ENV, "").strip():
+        return None
+    from eagle_console.cluster.noderunner import ray_runner_from_env
+
+    return f"{ray_runner_from_env.__module__}:{ray_runner_from_env.__name__}"
+
+
+def node_runner(environ: dict[str, str] | None = None) -> NodeRunner:
+    """The runner this action reaches its nodes with: the one EAGLE_CONSOLE_NODE_RUNNER names, else the
+    Ray runner of the plan's [cluster], else the local runner (sglang/noderunner.py)."""
+    env = dict(os.environ) if environ is None else environ
+    if env.get(CLUSTER_ENV, "").strip() and not env.get(RUNNER_ENV, "").strip():
+        try:
+            from eagle_console.cluster.noderunner import ray_runner_from_env
+        except ImportError as exc:  # Ray itself is imported on first use; this is the package missing
+            raise NodeError(f"the plan's [cluster] needs the cluster extra: {exc}") from None
+        return ray_runner_from_env(env)
+    return runner_from_env(env)
 
 
 def node_facts(runner: NodeRunner, nodes: list[str], args: dict[str, Any], env: dict[str, str]) -> list[NodeFacts]:
@@ -40,13 +63,13 @@ def node_facts(runner: NodeRunner, nodes: list[str], args: dict[str, Any], env: 
 
 def stop_grace_s() -> float:
     """Half the engine's rollback grace: the ranks are stopped before the engine's SIGKILL of the service."""
-    from eagle_console.engine.runner import kill_grace_s
+    from eagle_console.engine.spec import kill_grace_s
 
     return max(1.0, kill_grace_s() / 2)
 
 
 def ranks_service_argv(ctx: ActionContext, name: str) -> list[str]:
-    from eagle_console.engine.pyenv import own_process_env
+    from eagle_console.pyenv import own_process_env
     from eagle_console.sglang.args import LaunchArgsError, build_launch_argv, launch_findings
 
     nodes = node_names(ctx.args)
@@ -56,7 +79,7 @@ def ranks_service_argv(ctx: ActionContext, name: str) -> list[str]:
             ctx.say(f"{name}: {f.severity} {f.code}: {f.message}")
     try:
         base = build_launch_argv(single)
-        runner = runner_from_env()
+        runner = node_runner()
         facts = node_facts(runner, nodes, single, dict(os.environ))
         rank0 = runner.address(nodes[0])
     except (LaunchArgsError, NodeError) as exc:
@@ -72,6 +95,9 @@ def ranks_service_argv(ctx: ActionContext, name: str) -> list[str]:
     spec = {"launches": launches, "artifacts": str(ctx.artifacts), "grace_s": stop_grace_s()}
     # The service is our own module: it needs our import path (it drops it again for the ranks).
     env = own_process_env(dict(os.environ))
+    factory = ray_factory()
+    if factory is not None:  # the service picks its runner by the name it is given (sglang names no cluster)
+        env[RUNNER_ENV] = factory
     os.environ.clear()
     os.environ.update(env)
     return [sys.executable, "-m", SERVICE_MODULE, "--launch", json.dumps(spec)]
@@ -79,7 +105,7 @@ def ranks_service_argv(ctx: ActionContext, name: str) -> list[str]:
 
 def rank0_host(args: dict[str, Any], fallback: str) -> str:
     try:
-        return runner_from_env().address(node_names(args)[0])
+        return node_runner().address(node_names(args)[0])
     except (NodeError, ValueError):
         return fallback
 
@@ -92,7 +118,7 @@ def stop_ranks(ctx: ActionContext, name: str) -> int:
         ctx.say(f"{name}: no record of the ranks started; nothing to stop")
         return 0
     try:
-        runner = runner_from_env()
+        runner = node_runner()
     except NodeError as exc:
         raise BuiltinError(str(exc)) from None
     stop_all(runner, ranks, stop_grace_s())

@@ -43,7 +43,6 @@ def python_problems(args: dict[str, Any]) -> list[str]:
 
 class SglangServer(Builtin):
     name = "sglang.server"
-    service = True
 
     def validate(self, args: dict[str, Any]) -> list[str]:
         from eagle_console.sglang.args import launch_findings

@@ -12,7 +12,7 @@ from textual.containers import Vertical
 from textual.widgets import ProgressBar, Static
 
 from eagle_console.figures import format_value
-from eagle_console.tui.messages import PlanReloaded, StepSelected
+from eagle_console.tui.messages import PlanReloaded, StepSelected, TabShown
 from eagle_console.tui.panes._logview import HIDDEN_S, Poller, QuietStatic
 from eagle_console.tui.panes.follow import step_log
 from eagle_console.tui.theme import tstyle
@@ -109,6 +109,9 @@ class ExtractionPane(Vertical):
 
     def on_step_selected(self, message: StepSelected) -> None:
         self.step_id = message.step_id
+        self.poller.poke()
+
+    def on_tab_shown(self, message: TabShown) -> None:
         self.poller.poke()
 
     def on_plan_reloaded(self, message: PlanReloaded) -> None:

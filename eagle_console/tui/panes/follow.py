@@ -13,7 +13,7 @@ from textual.containers import Vertical
 
 from eagle_console.ops.logs import latest_log as step_log  # the panes call it by this name
 from eagle_console.ops.logs import service_log
-from eagle_console.tui.messages import PlanReloaded, StepSelected
+from eagle_console.tui.messages import PlanReloaded, StepSelected, TabShown
 from eagle_console.tui.panes._logview import FOLLOW_S, HIDDEN_S, Poller, QuietStatic
 from eagle_console.tui.panes.logview import MAX_LINES, LogView
 from eagle_console.tui.theme import tstyle
@@ -71,6 +71,9 @@ class FollowPane(Vertical):
         if message.step_id != self.step_id:
             self.step_id = message.step_id
             self.poller.poke()
+
+    def on_tab_shown(self, message: TabShown) -> None:
+        self.poller.poke()
 
     def on_plan_reloaded(self, message: PlanReloaded) -> None:
         self.poller.poke()

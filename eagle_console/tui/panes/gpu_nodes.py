@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 
 from eagle_console.tui.panes._logview import Poller, QuietStatic
-from eagle_console.tui.panes.gpus import gpu_row, holders_table
+from eagle_console.tui.panes.gpu_rows import gpu_row, holders_table
 from eagle_console.tui.theme import tstyle
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ def _age(seconds: float | None) -> str:
 
 def node_section(entry: dict[str, Any], width: int | None) -> Text:
     """One node: a heading (name, address, reading age or why it is unreachable), its GPUs, its holders."""
-    from eagle_console.ops.nodes import gpus_of, holders_of
+    from eagle_console.ops import gpus_of, holders_of
 
     name, addr, age = entry["name"], entry.get("address") or "?", entry.get("reading_age_s")
     if entry.get("reachable"):
@@ -84,7 +84,7 @@ class NodeSections(QuietStatic):
         self.poller.stop()
 
     def _read(self) -> list[dict[str, Any]]:
-        from eagle_console.ops.nodes import read_nodes
+        from eagle_console.ops import read_nodes
 
         cluster = self.ctx.plan.cluster
         if cluster is None:  # the plan lost its [cluster] on a reload

@@ -22,6 +22,8 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Static
 
+from eagle_console.tui.messages import TabShown
+
 if TYPE_CHECKING:
     from eagle_console.tui.context import ConsoleContext
 
@@ -157,9 +159,7 @@ class LogTabs(Vertical):
         self.query_one(ContentSwitcher).current = tab_id
         self.strip.show_active(tab_id)
         for pane in self.query_one(f"#{tab_id}").children:  # a hidden pane polled slowly: catch up now
-            poller = getattr(pane, "poller", None)
-            if poller is not None:
-                poller.poke()
+            pane.post_message(TabShown())
 
     def on_tab_strip_clicked(self, message: TabStrip.Clicked) -> None:
         self.active = message.tab_id

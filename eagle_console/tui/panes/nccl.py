@@ -27,7 +27,7 @@ def gpu_busy_from(reading: Any) -> bool | None:
 
 
 def nccl_text(summary: dict[str, Any]) -> Text:
-    from eagle_console.parse.nccl import format_matrix
+    from eagle_console.parse.nccl_matrix import format_matrix
 
     ranks, done = summary.get("ranks"), summary.get("init_complete", 0)
     out = Text(f"NCCL {summary.get('version') or 'version ?'}", style="bold")
@@ -69,6 +69,7 @@ class NcclPane(ServiceLogPane):
         self._parser: Any = None
         self._ranks: Any = None  # ops.nccl_ranks.RankNccl while a multi-node server's ranks are followed
         self._rank_step: str | None = None  # the followed service's step when it is multi-node
+        self._rank_count = 0  # its ranks (`with.nodes`): the pane takes in each as the service records it
         self._rank_step_known = False  # decided once per followed file (reset_digest)
 
     def styler(self, line: str) -> Style | None:
@@ -91,14 +92,15 @@ class NcclPane(ServiceLogPane):
 
             step_id = service_step(self.ctx.plan, self.ctx.journal, self.step_id)
             step = self.ctx.plan.step(step_id) if step_id else None
-            multinode = step is not None and step.action is not None and step.action.with_.get("nodes")
-            self._rank_step = step.id if multinode else None
+            nodes = step.action.with_.get("nodes") if step is not None and step.action is not None else None
+            self._rank_step = step.id if nodes else None
+            self._rank_count = len(nodes) if isinstance(nodes, list) else 0
             self._rank_step_known = True
-        if self._ranks is None and self._rank_step is not None:  # until its ranks.json lists the ranks
-            from eagle_console.ops.nccl_ranks import RankNccl, rank_logs
+        if self._ranks is None and self._rank_step is not None:  # until its ranks.json lists a rank
+            from eagle_console.ops.nccl_ranks import RankNccl
 
-            logs = rank_logs(self.ctx.plan.state_dir, self._rank_step)
-            self._ranks = RankNccl(logs) if logs else None
+            ranks = RankNccl(self.ctx.plan.state_dir, self._rank_step, self._rank_count)
+            self._ranks = ranks if ranks.logs else None
         return self._ranks
 
     def digest(self, lines: list[str]) -> Any:

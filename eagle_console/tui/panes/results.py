@@ -13,7 +13,7 @@ from textual.widgets import DataTable, Static
 
 from eagle_console.figures import format_value
 from eagle_console.tui.cells import ellipsise
-from eagle_console.tui.messages import PlanReloaded
+from eagle_console.tui.messages import PlanReloaded, TabShown
 from eagle_console.tui.panes._logview import HIDDEN_S, Poller
 from eagle_console.tui.theme import tstyle
 
@@ -112,6 +112,9 @@ class ResultsPane(Vertical):
 
     def on_unmount(self) -> None:
         self.poller.stop()
+
+    def on_tab_shown(self, message: TabShown) -> None:
+        self.poller.poke()
 
     def on_plan_reloaded(self, message: PlanReloaded) -> None:
         self._key = None  # the baseline may have changed

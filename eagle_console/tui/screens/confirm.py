@@ -2,7 +2,7 @@
 
 What the step will do comes with the question: its description, and for a step whose built-in declares
 `kill_preview` the GPU holders it would signal (scope, pids, MiB per GPU, grace), read in a thread worker
-with the same scan and choice as the kill itself (`ops.orphans`)."""
+with the same scan and choice as the kill itself (the kill plan of `ops.orphans`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from eagle_console.tui.panes.gpus import holder_command
+from eagle_console.tui.panes.gpu_rows import holder_command
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -28,42 +28,17 @@ def kill_args(step: Step) -> Mapping[str, Any] | None:
     """The step's `with` when its built-in previews a kill (declared by the built-in, not by its name)."""
     if not step.uses or step.action is None:
         return None
-    from eagle_console.engine.builtins import builtin_class_or_none
+    from eagle_console.ops import builtin_class_or_none
 
     cls = builtin_class_or_none(step.uses)
     return step.action.with_ if cls is not None and cls.kill_preview else None
 
 
 def kill_preview(args: Mapping[str, Any], sim_dir: Path | None, journal: Journal) -> str:
-    """What the kill would do now: the processes in scope, MiB per GPU, the grace; those never signalled."""
-    from eagle_console.node.kill import GraceError, resolve_grace
-    from eagle_console.ops import orphans
+    """What the kill would do now (ops.kill_preview: the kill plan the step itself follows)."""
+    from eagle_console.ops import kill_preview as preview
 
-    scope = args.get("scope", "orphans")
-    match = args.get("match", [])
-    match = [match] if isinstance(match, str) else list(match)
-    try:
-        grace = f"{resolve_grace(args.get('grace'), '`grace`'):g}s"
-    except GraceError as exc:
-        grace = f"? ({exc})"
-    with orphans.scan(sim_dir, journal) as found:
-        chosen = orphans.choose(found, scope, match, args.get("gpus"))
-    targets = [h for h in chosen if h.pid not in found.refused]
-    lines = [f"scope {scope}" + (f" (match {', '.join(match)})" if match else "")
-             + (f" on GPUs {args['gpus']}" if args.get("gpus") else "") + f" · grace {grace}"]
-    if not targets:
-        lines.append("nothing to signal now: no GPU holder in scope")
-    for h in targets:
-        mib = ", ".join(f"GPU {g} {m:.0f} MiB" for g, m in sorted(h.used_by_gpu.items())) or "fd only"
-        lines.append(f"SIGTERM {h.pid} {h.cls} · {mib} · {holder_command(h, 40)}")
-    freed = orphans.memory_by_gpu(targets)
-    if freed:
-        lines.append("frees " + ", ".join(f"GPU {g} {m:.0f} MiB" for g, m in sorted(freed.items()))
-                     + f"; SIGKILL to survivors after {grace}")
-    for h in chosen:
-        if h.pid in found.refused:
-            lines.append(f"not signalled {h.pid}: {found.refused[h.pid]}")
-    return "\n".join(lines)
+    return preview(args, sim_dir, journal, command=lambda h: holder_command(h, 40))
 
 
 class ConfirmScreen(ModalScreen[bool]):

@@ -1,7 +1,7 @@
 """`K`: kill orphaned GPU workers. Lists every holder (orphans preselected), what will be signalled,
 then SIGTERM → grace countdown → SIGKILL in a worker, and the result (killed, survivors, MiB freed).
 
-The scan and the kill (ops.orphans) run in thread workers; the countdown comes back through `call_from_thread`.
+The scan, the kill plan's preselection and the kill (ops: ops/orphans.py) run in thread workers; the countdown comes back through `call_from_thread`.
 Holders that `kill.refusal` protects (PID 1, the console and its ancestors, every eagle-console process,
 the console's session, other users, other PID namespaces) are shown with the reason and cannot be
 selected. A selection with a tracked process (a live run's server) asks a second question naming the
@@ -11,32 +11,43 @@ step; only `y` answers it, Enter alone keeps the selection and kills nothing.
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from rich.text import Text
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.reactive import reactive
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from eagle_console.node.gpus.unseen import unseen_notes
-from eagle_console.ops.orphans import KillRecord, memory_by_gpu
-from eagle_console.tui.panes.gpus import holder_command
+from eagle_console.ops import KillRecord, memory_by_gpu
+from eagle_console.tui.panes.gpu_rows import holder_command
 from eagle_console.tui.screens.kill_text import left_text, remote_text, result_text, row_key
 from eagle_console.tui.theme import tstyle
 
 if TYPE_CHECKING:
     from eagle_console.node.procs import Holder
-    from eagle_console.ops.orphans import HolderScan
+    from eagle_console.ops import HolderScan
     from eagle_console.tui.context import ConsoleContext
 
 
 CHOOSE_KEYS = "space select · j/k move · enter send SIGTERM · esc close"
+KillState = Literal["scanning", "choosing", "confirming", "killing", "done"]
+# the key line each state shows (watch_state): set once, where the state changes
+STATE_KEYS: dict[str, str] = {
+    "scanning": CHOOSE_KEYS, "choosing": CHOOSE_KEYS,
+    "confirming": "y kill · n / enter / esc keep it running",  # a tracked one: the second question
+    "killing": "killing… the result shows here when it is done",
+    "done": "enter / esc close",
+}
 TABLE_ROWS = 16  # the most the holders table takes; fewer when the terminal is short (`_fit`)
 
 
 class KillScreen(ModalScreen[KillRecord | None]):
     """Dismisses with the journaled record, or None when nothing was killed."""
+
+    state: reactive[KillState] = reactive("scanning", init=False)  # scanning → choosing ⇄ confirming → killing → done
 
     DEFAULT_CSS = """
     KillScreen { align: center middle; }
@@ -62,7 +73,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
     ]
 
     def __init__(self, ctx: ConsoleContext, grace: float | None = None) -> None:
-        from eagle_console.node.kill import GraceError, resolve_grace
+        from eagle_console.ops import GraceError, resolve_grace
 
         super().__init__()
         self.ctx = ctx
@@ -77,7 +88,6 @@ class KillScreen(ModalScreen[KillRecord | None]):
         self.rows: list[tuple[str | None, Holder]] = []
         self.refused_rows: dict[str, str] = {}  # row_key -> why it cannot be signalled
         self.selected: set[str] = set()  # row keys
-        self.state = "scanning"  # scanning | choosing | confirming (a tracked one) | killing | done
         self.report: KillRecord | None = None
         self._found: HolderScan | None = None
 
@@ -90,7 +100,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
             table: DataTable = DataTable(id="kill-table", cursor_type="row", zebra_stripes=True)
             yield table
             yield Static("", id="kill-plan")
-            yield Static(CHOOSE_KEYS, classes="hint", id="kill-hint")
+            yield Static(STATE_KEYS[self.state], classes="hint", id="kill-hint")
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
@@ -99,6 +109,10 @@ class KillScreen(ModalScreen[KillRecord | None]):
             table.add_column(label, key=key)
         table.focus()
         self.run_worker(self._scan, thread=True, group="kill-scan", exit_on_error=False)
+
+    def watch_state(self, state: KillState) -> None:
+        if self.is_mounted:
+            self.query_one("#kill-hint", Static).update(STATE_KEYS[state])
 
     def _say(self, text: str | Text) -> None:
         """The progress line, on top: the question, the countdown, then the result."""
@@ -128,10 +142,10 @@ class KillScreen(ModalScreen[KillRecord | None]):
     # ---- scan ------------------------------------------------------------------------------------
 
     def _scan(self) -> None:
-        from eagle_console.ops import orphans
+        from eagle_console.ops import scan
 
         try:
-            self._found = orphans.scan(self.ctx.sim_dir, self.ctx.journal)
+            self._found = scan(self.ctx.sim_dir, self.ctx.journal)
         except Exception as exc:  # show it in the dialog instead of crashing the console
             self.app.call_from_thread(self._show_error, f"cannot scan GPU holders: {exc}")
             return
@@ -142,7 +156,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
         cluster = self.ctx.plan.cluster
         if cluster is None:
             return []
-        from eagle_console.ops.nodes import read_nodes
+        from eagle_console.ops import read_nodes
 
         try:
             return read_nodes(cluster.address, self.ctx.journal)
@@ -154,8 +168,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
         self.query_one("#kill-summary", Static).update(Text(message, style=tstyle("ec.error")))
 
     def _show_holders(self, found: HolderScan, nodes: list[dict[str, Any]] | None = None) -> None:
-        from eagle_console.ops.nodes import holders_of
-        from eagle_console.ops.orphans import preselected
+        from eagle_console.ops import holders_of, preselect, preselected
 
         holders, refused = self.holders, self.refused = found.holders, found.refused
         note = found.error if found.unavailable else None
@@ -170,13 +183,15 @@ class KillScreen(ModalScreen[KillRecord | None]):
             if not entry.get("reachable"):
                 unreachable.append(f"node {entry['name']} UNREACHABLE ({entry.get('error')})")
                 continue
-            for h in holders_of(entry):
+            node_holders, node_refused = holders_of(entry), entry.get("refused") or {}  # refused: by JSON key
+            ticked = preselect(node_holders, node_refused, key=str)  # as this machine's are
+            for h in node_holders:
                 key = row_key(entry["name"], h.pid)
                 self.rows.append((entry["name"], h))
-                why = (entry.get("refused") or {}).get(str(h.pid))
+                why = node_refused.get(str(h.pid))
                 if why:
                     self.refused_rows[key] = why
-                elif h.cls == "orphan":  # preselected as this machine's are
+                elif h.pid in ticked:
                     self.selected.add(key)
         table = self.query_one(DataTable)
         for node, h in self.rows:
@@ -291,13 +306,12 @@ class KillScreen(ModalScreen[KillRecord | None]):
 
     def _ask(self, tracked: list[Holder]) -> None:
         """The second question: a live run's process is not an orphan, killing it fails its step."""
-        from eagle_console.ops.orphans import tracked_note
+        from eagle_console.ops import tracked_note
 
         self.state = "confirming"
         them = "them" if len(tracked) > 1 else "it"
         question = "; ".join(tracked_note(h) for h in tracked) + f": kill {them} anyway? y/N"
         self._say(Text(question, style=tstyle("ec.error.bold")))
-        self.query_one("#kill-hint", Static).update("y kill · n / enter / esc keep it running")
 
     def action_answer(self, yes: bool) -> None:
         if self.state != "confirming":
@@ -307,11 +321,9 @@ class KillScreen(ModalScreen[KillRecord | None]):
             return
         self.state = "choosing"
         self._say("not killed: the tracked process keeps running")
-        self.query_one("#kill-hint", Static).update(CHOOSE_KEYS)
 
     def _start_kill(self, targets: list[Holder]) -> None:
         self.state = "killing"
-        self.query_one("#kill-hint", Static).update("killing… the result shows here when it is done")
         plan = self.query_one("#kill-plan", Static)  # what Enter would do is done now: not left standing
         plan.update("")
         plan.display = False
@@ -333,7 +345,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
     # ---- kill ------------------------------------------------------------------------------------
 
     def _kill(self, targets: list[Holder], remote: dict[str, list[Holder]]) -> None:
-        from eagle_console.ops import orphans
+        from eagle_console.ops import kill, selection_scope
 
         def progress(left: float, alive: list[int]) -> None:
             self.app.call_from_thread(self._countdown, left, alive)
@@ -343,9 +355,8 @@ class KillScreen(ModalScreen[KillRecord | None]):
         try:
             if targets:
                 local = {int(k) for k in self.selected if ":" not in k}
-                record = orphans.kill(self._found, targets, grace=self.grace, face="console",
-                                      journal=self.ctx.journal, scope=orphans.selection_scope(self._found, local),
-                                      progress=progress)
+                record = kill(self._found, targets, grace=self.grace, face="console", journal=self.ctx.journal,
+                              scope=selection_scope(self._found, local), progress=progress)
             nodes = self._kill_on_nodes(remote) if remote else {}
         except Exception as exc:
             self.app.call_from_thread(self._done, record, f"kill failed: {exc}")
@@ -355,8 +366,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
     def _kill_on_nodes(self, remote: dict[str, list[Holder]]) -> dict[str, dict[str, Any]]:
         """Worker: each node's agent kills its selected pids there, with that node's protections; one
         KillRecord per node in the journal. `y` to the second question already allowed tracked ones."""
-        from eagle_console.ops.nodes import kill_on_nodes
-        from eagle_console.ops.orphans import SELECTED
+        from eagle_console.ops import SELECTED, kill_on_nodes
 
         assert self.ctx.plan.cluster is not None
         return kill_on_nodes(self.ctx.plan.cluster.address, scope=SELECTED, match=[], grace=self.grace,
@@ -365,10 +375,10 @@ class KillScreen(ModalScreen[KillRecord | None]):
 
     def _left(self) -> list[Holder] | None:
         """Worker: the holders after the kill, scanned again (the dialog's first scan is history now)."""
-        from eagle_console.ops import orphans
+        from eagle_console.ops import scan
 
         try:
-            with orphans.scan(self.ctx.sim_dir, self.ctx.journal) as after:
+            with scan(self.ctx.sim_dir, self.ctx.journal) as after:
                 return after.holders
         except Exception:  # the result stands; the summary says it could not count again
             return None
@@ -388,7 +398,6 @@ class KillScreen(ModalScreen[KillRecord | None]):
         progress.update(shown)
         if record is not None or nodes:  # the totals count every node's kill (issue 26)
             self.query_one("#kill-summary", Static).update(left_text(record, left, nodes))
-        self.query_one("#kill-hint", Static).update("enter / esc close")
         self.call_after_refresh(self._fit)
         killed = [row_key(None, pid) for pid in (record.killed if record is not None else [])]
         killed += [row_key(node, pid) for node, r in (nodes or {}).items() for pid in r.get("killed") or []]

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
-from eagle_console.ops.orphans import KillRecord, memory_by_gpu
+from eagle_console.ops import KillRecord, memory_by_gpu
 from eagle_console.tui.theme import tstyle
 
 if TYPE_CHECKING:

@@ -14,14 +14,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from eagle_console.statedir import write_private
+from eagle_console.statedir import runs_dir, write_private
 
 SLOT_BYTES = 1024
 RETRY_S = 2.0
 
 
 def exit_slot(state_dir: Path, run_id: int) -> Path:
-    return Path(state_dir) / "runs" / f"{run_id}.exit"
+    return runs_dir(state_dir) / f"{run_id}.exit"
 
 
 def reserve(path: Path) -> None:

@@ -26,7 +26,7 @@ SITE_DIR_NAMES = ("site-packages", "dist-packages")
 
 def package_root() -> Path:
     """The directory holding this copy of `eagle_console`: a checkout, or a site-packages when installed."""
-    return Path(__file__).resolve().parents[2]
+    return Path(__file__).resolve().parents[1]
 
 
 def _site_dirs() -> set[Path]:

@@ -1,5 +1,5 @@
 """What a supervisor could not record yet (a full disk, an I/O error on the journal), kept beside the run spec
-in `runs/<id>.held` — the exit slot's sibling (engine/exitslot.py) for the events before the exit: `::result`
+in `runs/<id>.held` — the exit slot's sibling (journal/exitslot.py) for the events before the exit: `::result`
 lines, a service's readiness, the action's process ids, a ready service's death.
 
 The engine reserves the slot with the run spec (HELD_BYTES of spaces: its blocks allocated while there is
@@ -16,8 +16,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from eagle_console.engine.exitslot import overwrite_reserved
-from eagle_console.statedir import write_private
+from eagle_console.journal.exitslot import overwrite_reserved
+from eagle_console.statedir import runs_dir, write_private
 
 HELD_BYTES = 32 << 10  # about 400 `::result` lines; the slot is emptied (0 bytes) once the run's exit is in
 MAX_NAMES = 20  # what an `unkept` summary names, each cut to NAME_CHARS
@@ -26,7 +26,7 @@ SUMMARY_ROOM = 2048  # kept free for the `unkept` summary (MAX_NAMES names of NA
 
 
 def held_slot(state_dir: Path, run_id: int) -> Path:
-    return Path(state_dir) / "runs" / f"{run_id}.held"
+    return runs_dir(state_dir) / f"{run_id}.held"
 
 
 def reserve(path: Path) -> bool:

@@ -3,7 +3,7 @@ when continued) or dead; its action running, stopped, exited (a zombie its stopp
 reaped) or gone; and, once the run has ended, the processes of its session that still run — the action a
 supervisor killed with -9 left going, which a second `run` must not duplicate.
 
-States come from /proc/PID/stat (engine/procs.proc_state), identities from the recorded start times: a
+States come from /proc/PID/stat (processes.proc_state), identities from the recorded start times: a
 reused pid or session number is never taken for the run's.
 """
 
@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import psutil
 
-from eagle_console.engine.procs import CTIME_SLACK_S, DEAD, STOPPED, create_time, proc_state, same_process
+from eagle_console.processes import CTIME_SLACK_S, DEAD, STOPPED, alive, create_time, proc_state, same_process
 
 if TYPE_CHECKING:
-    from eagle_console.journal import Run
+    from eagle_console.journal import Journal, Run
 
 
 class RunProcs(NamedTuple):
@@ -57,7 +57,7 @@ def still_running_many(runs: Iterable[Run]) -> dict[int, list[int]]:
     """For each `lost` run (its supervisor died) with a recorded session and leader start time: the live
     processes of that session (or process group) born after its leader — in one pass over the processes. A
     session number now led by another process counts only what was born before that leader
-    (engine/procs.session_members' rule). Other ended runs had their session swept by their supervisor (a
+    (processes.session_members' rule). Other ended runs had their session swept by their supervisor (a
     service's leftovers are orphans: `orphans`, K), and only a lost run's is what a rollback stops."""
     wanted = {r.id: r for r in runs
               if r.finished and r.outcome == "lost" and r.sid and r.pid_ctime and not r.job_id}
@@ -86,3 +86,11 @@ def still_running_many(runs: Iterable[Run]) -> dict[int, list[int]]:
                        and proc_state(pid) not in (None, *DEAD)})
         out[run_id] = pids
     return out
+
+
+def live_service(journal: Journal, step_id: str) -> Run | None:
+    """The step's service run while its supervisor is alive (the service is up or starting), else None."""
+    run = journal.latest_run(step_id)
+    if run and run.service and not run.finished and alive(run.supervisor_pid, run.supervisor_ctime):
+        return run
+    return None

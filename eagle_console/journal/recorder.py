@@ -1,5 +1,5 @@
 """The supervisor's writes to the journal, which must never kill it: what the journal cannot take now (a
-full disk: ENOSPC; an I/O error) is held — in memory, and in the run's held slot (engine/heldslot.py) — and
+full disk: ENOSPC; an I/O error) is held — in memory, and in the run's held slot (journal/heldslot.py) — and
 written, in order, when it can be; the run's exit waits for them. A supervisor that dies meanwhile leaves
 the slot to the readers (Engine.reconcile replays it). What could be neither written nor held is said in the
 run's reason: exactly which records were not recorded.
@@ -14,9 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from eagle_console.engine import heldslot
-from eagle_console.engine.exitslot import RETRY_S
-from eagle_console.journal import EventKind, Journal
+from eagle_console.journal import EventKind, Journal, heldslot
+from eagle_console.journal.exitslot import RETRY_S
 from eagle_console.journal.faults import JournalError
 
 WRITE_ERRORS = (JournalError, sqlite3.Error, OSError)  # a full disk, an I/O error, a vanished file

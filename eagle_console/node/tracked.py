@@ -1,4 +1,6 @@
-"""A multi-node server's ranks as tracked runs of its step, on every node (issue 26).
+"""Which processes are tracked here: the journal's runs (node.procs.tracked_runs), the runs on a cluster
+node, and a multi-node server's ranks as tracked runs of its step, on every node (issue 26); and the live
+supervisors the journal recorded (never signalled). Every face's GPU reading and kill classifies by these.
 
 A multi-node `sglang.server` run is the ranks service on the console's machine; the journal knows its
 session only. Each rank runs in a session of its own on its node (a Ray job's `cluster.rank_session`
@@ -7,17 +9,20 @@ with its leader's pid and create time once known (sglang/multinode_run.record_se
 ranks' schedulers were `other` on every node. A rank's session is a TrackedRun of the step's latest run:
 tracked while that run is live and the rank's leader runs, orphaned (owner the step) once either ended.
 
-ops.orphans.scan classifies this machine's holders with `tracked_here`, for every face; a node's agent gets
-its node's rank sessions from ops.nodes.tracked_on and judges their leaders there (cluster/agent.py).
+The GPU reading (ops.gpus) and a kill's scan (node.holders.scan) classify this machine's holders with
+`tracked_here`, for every face; a node's agent gets its node's runs and rank sessions from
+ops.nodes.tracked_on and judges their leaders there (`judged_here`, cluster/agent.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eagle_console.node.procs import TrackedRun, tracked_runs
+from eagle_console.processes import alive
+from eagle_console.statedir import artifacts_root
 
 if TYPE_CHECKING:
     from eagle_console.journal import Journal
@@ -38,7 +43,7 @@ def rank_sessions(journal: Journal | None) -> list[RankSession]:
     if journal is None:
         return []
     out: list[RankSession] = []
-    for record in sorted((Path(journal.path).parent / "artifacts").glob(f"*/{RANKS_FILE}")):
+    for record in sorted(artifacts_root(Path(journal.path).parent).glob(f"*/{RANKS_FILE}")):
         run = journal.latest_run(record.parent.name)
         if run is None:
             continue
@@ -55,10 +60,6 @@ def rank_sessions(journal: Journal | None) -> list[RankSession]:
 def judged_here(runs: list[TrackedRun]) -> list[TrackedRun]:
     """`runs` with main_alive judged on this machine (their pids are its): a live run whose leader is gone
     leaves its processes orphaned, as node.procs.tracked_runs says of this machine's runs."""
-    from dataclasses import replace
-
-    from eagle_console.engine.procs import alive
-
     return [replace(t, main_alive=t.main_alive and alive(t.main_pid, t.main_ctime)) for t in runs]
 
 
@@ -66,15 +67,29 @@ def tracked_here(journal: Journal | None, here: str | None = None) -> list[Track
     """This machine's tracked runs: the journal's (node.procs.tracked_runs), the runs and rank sessions of
     `here` (the cluster node that is this machine, when known), the local runner's ranks, and any Ray rank
     whose leader runs here (the same pid *and* create time: no other machine's process)."""
-    from eagle_console.engine.procs import alive
-
     if journal is None:
         return []
-    from eagle_console.ops.nodes import node_runs
-
     mine = tracked_runs(journal)
     extra = node_runs(journal, here) if here else []
     for s in rank_sessions(journal):
         if not s.on_ray or s.node == here or alive(s.run.main_pid, s.run.main_ctime):
             extra.append(s.run)
     return mine + judged_here(extra)
+
+
+def node_runs(journal: Journal | None, node: str) -> list[TrackedRun]:
+    """The journal's runs on `node` that have a session there (their pids are that node's)."""
+    if journal is None:
+        return []
+    return [TrackedRun(step_id=r.step_id, run_id=r.id, sid=r.sid, main_pid=r.pid, main_alive=r.ended is None,
+                       main_ctime=r.pid_ctime, ended=r.ended)
+            for r in journal.runs() if r.node == node and r.sid and r.pid]
+
+
+def journal_supervisors(journal: Journal | None) -> frozenset[int]:
+    """The supervisors of the journal's runs that are still alive (same pid *and* create time): an
+    eagle-console process even where its command line does not say so."""
+    if journal is None:
+        return frozenset()
+    return frozenset(r.supervisor_pid for r in journal.runs()
+                     if r.supervisor_pid and alive(r.supervisor_pid, r.supervisor_ctime))
