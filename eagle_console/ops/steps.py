@@ -133,7 +133,7 @@ def start_run(engine: Engine, step_id: str, force: bool = False, who: str | None
 def start_step(engine: Engine, step_id: str) -> str:
     """Start a step; returns the line to notify. Raises Refused with the engine's reason."""
     run_id = start_run(engine, step_id)
-    return f"{step_id} started ({engine.journal.run_label(run_id)})"
+    return f"started {engine.journal.run_label(run_id)}"  # the CLI's words; no parentheses inside parentheses
 
 
 class RunOutcome(NamedTuple):

@@ -424,6 +424,9 @@ class ConsoleApp(App[int]):
     # q: quit, saying what keeps running
 
     async def action_quit(self) -> None:
+        if self.ctx.runs_stop_on_quit:  # the demo: its runs stop with it, and it says so itself
+            self.post_message(messages.QuitReady(None))
+            return
         self._in_thread(workers.quit_line, self.ctx.engine, group="quit")
 
     @on(messages.QuitReady)
@@ -441,6 +444,7 @@ class ConsoleApp(App[int]):
 
 
 def make_app(plan: Plan, journal: Journal, *, readonly: bool = False, sim_dir: Path | None = None,
-             state_dir_override: Path | None = None) -> ConsoleApp:
-    ctx = ConsoleContext(plan_path=plan.path, plan=plan, journal=journal, sim_dir=sim_dir, readonly=readonly)
+             state_dir_override: Path | None = None, runs_stop_on_quit: bool = False) -> ConsoleApp:
+    ctx = ConsoleContext(plan_path=plan.path, plan=plan, journal=journal, sim_dir=sim_dir, readonly=readonly,
+                         runs_stop_on_quit=runs_stop_on_quit)
     return ConsoleApp(ctx, state_dir_override)

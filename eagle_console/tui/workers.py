@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from textual.worker import get_current_worker
 
 from eagle_console.journal import Refused
+from eagle_console.journal.kinds import EventKind
 from eagle_console.ops import notices, rollback, steps
 from eagle_console.ops.hints import Hints, refusal_text
 from eagle_console.tui import messages
@@ -80,7 +81,8 @@ class Notices:
             if events:
                 self._seen = max(e.id for e in events)
         for event in events:
-            notice = notices.event_notice(ctx.plan, event)
+            run = ctx.journal.run(event.run_id) if event.kind == EventKind.RUN_EXIT and event.run_id else None
+            notice = notices.event_notice(ctx.plan, event, run.kind if run is not None else None)
             if notice:
                 post(messages.OpDone(notice[0], notice[1], 8 if notice[1] == "error" else 4))
 
