@@ -1,0 +1,94 @@
+"""Issue 32, "Cut text": what the console shows at 80x24 and 120x40 is whole where it is a sentence — the
+NCCL finding and its legend (zoomed at 80x24), the note dialog's keys, the K dialog's commands (as wide as
+the dialog lets them be), toasts that cover the Step pane's lines whole, and the GPU pane's holder rows
+when the Detail line grows."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from enginekit import write_plan
+from tuikit import drive, open_app, screen_text, select, until
+
+from eagle_console.sim import gpustate
+from eagle_console.sim.server_logs import nccl_lines
+
+NCCL_PLAN = """
+[[phase]]
+id = "0"
+title = "Serve"
+
+  [[phase.step]]
+  id = "0.1"
+  title = "Prepare"
+  run = "true"
+
+  [[phase.step]]
+  id = "0.3"
+  title = "Launch the server"
+  service = true
+  run = "sleep 1000"
+  ready = { log = "fired up" }
+"""
+DEMO_ENV = {"NCCL_ALGO": "Ring", "NCCL_CUMEM_ENABLE": "0", "NCCL_PROTO": "LL"}  # the demo plan's
+
+
+def pane_text(screen: str, left: int = 0) -> str:
+    """The words of the screen's boxes from column `left` on, borders dropped, lines joined by a space:
+    a sentence wrapped over several rows reads as one."""
+    words = []
+    for line in screen.splitlines():
+        words += re.sub(r"[│╭╮╰╯─█▀▄▌▐▊▎▔▁]", " ", line[left:]).split()
+    return " ".join(words)
+
+
+def nccl_app(tmp_path, monkeypatch):
+    """The console over a plan whose service wrote what the demo's 8-rank server writes (NCCL_DEBUG=INFO),
+    on a simulated 8-GPU node (the GPU pane's reading names the cards: SHM_FALLBACK says which)."""
+    monkeypatch.delenv("EAGLE_CONSOLE_GPU_BACKEND", raising=False)
+    sim = tmp_path / "sim"
+    gpustate.create_node(sim)
+    app, journal = open_app(write_plan(tmp_path, NCCL_PLAN), sim_dir=sim)
+    log = tmp_path / "server.log"
+    log.write_text("".join(line + "\n" for rank in range(8)
+                           for line in nccl_lines(rank, 8, list(range(8)), DEMO_ENV, "0x1", "0xbc63")))
+    journal.begin_run("0.3", command="python -m sglang.launch_server", log=str(log), service=True)
+    journal.close()
+    return app
+
+
+async def nccl_shown(pilot):
+    from eagle_console.tui.panes.nccl import NcclPane
+
+    app = pilot.app
+    await select(pilot, "0.3")
+    await pilot.press("2")
+    pane = await until(pilot, lambda: app.query(NcclPane) and app.query_one(NcclPane), what="the NCCL pane")
+    await until(pilot, lambda: pane.summary and any(f["code"] == "SHM_FALLBACK" and "RTX PRO 6000" in f["message"]
+                                                    for f in pane.summary["findings"]),
+                what="the SHM finding, naming the cards")
+    return pane
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24-zoomed", "120x40"])
+def test_the_nccl_finding_and_legend_show_whole_in_pairs(tmp_path, monkeypatch, size):
+    app = nccl_app(tmp_path, monkeypatch)
+
+    async def scenario(pilot):
+        pane = await nccl_shown(pilot)
+        if size == (80, 24):  # too short for the finding beside every other pane: z, z shows the log tabs alone
+            await pilot.press("z", "z")
+            await until(pilot, lambda: app.query_one("#logs").has_class("-zoomed"), what="the log tabs zoomed")
+        await pilot.pause(0.3)
+        screen = screen_text(app)
+        text = pane_text(screen, left=0 if size == (80, 24) else app.query_one("#right").region.x)
+        finding = next(f for f in pane.summary["findings"] if f["code"] == "SHM_FALLBACK")
+        assert " ".join(finding["message"].split()) in text, screen  # whole: it was cut at 200 cells
+        assert finding["message"].startswith("4 GPU pair(s) connect through SHM") and "(4 pair(s) use P2P)" in \
+            finding["message"]
+        assert "GPU pairs: 4 P2P, 4 SHM" in text, screen  # the finding's unit; was `P2P 8 SHM 8` (channels)
+        assert "P2P 8" not in text and "SHM 8" not in text, screen
+        assert "P=P2P S=SHM N=NET C=COLLNET .=none" in text, screen  # the legend: it was under the matrix, cut
+
+    drive(app, scenario, size=size)
