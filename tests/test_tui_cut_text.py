@@ -92,3 +92,91 @@ def test_the_nccl_finding_and_legend_show_whole_in_pairs(tmp_path, monkeypatch, 
         assert "P=P2P S=SHM N=NET C=COLLNET .=none" in text, screen  # the legend: it was under the matrix, cut
 
     drive(app, scenario, size=size)
+
+
+LONG_STEP_PLAN = """
+[[phase]]
+id = "0"
+title = "Probe"
+
+  [[phase.step]]
+  id = "0.1"
+  title = "Compare the drafters"
+  description = "{words}"
+  run = "true"
+
+  [[phase.step]]
+  id = "0.2"
+  title = "Next"
+  run = "true"
+""".format(words="zebra " * 80)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+def test_a_toast_covers_the_step_panes_lines_whole(tmp_path, size):
+    """A toast narrower than the Step pane left the ends of the pane's lines standing beside it (`rafte`)."""
+    app, journal = open_app(write_plan(tmp_path, LONG_STEP_PLAN))
+    journal.close()
+
+    async def scenario(pilot):
+        await until(pilot, lambda: app.ctx.selected_step_id == "0.1", what="ready")
+        app.notify("0.1 completed", timeout=30)
+        toast = await until(pilot, lambda: app.screen.query("Toast") and app.screen.query_one("Toast"), what="a toast")
+        await pilot.pause(0.3)
+        step = app.query_one("#step-info").region
+        assert toast.region.x == step.x + 1 and toast.region.right == step.right - 1, (toast.region, step)
+        lines = screen_text(app).splitlines()
+        for y in range(toast.region.y, toast.region.bottom):
+            row = lines[y][step.x:step.right]
+            assert "ebra" not in row and "zeb" not in row, "\n".join(lines)  # no fragment of the pane beside it
+
+    drive(app, scenario, size=size)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+def test_the_note_dialog_says_its_keys_whole(tmp_path, size):
+    app, journal = open_app(write_plan(tmp_path, LONG_STEP_PLAN))
+    journal.close()
+
+    async def scenario(pilot):
+        from eagle_console.tui.screens.note import NoteScreen
+
+        await until(pilot, lambda: app.ctx.selected_step_id == "0.1", what="ready")
+        await pilot.press("e")
+        await until(pilot, lambda: isinstance(app.screen, NoteScreen), what="the note dialog")
+        await pilot.pause(0.2)
+        text = pane_text(screen_text(app))
+        assert "a decision or an observation" in text, text
+        assert "Esc cancel" in text and "Enter save" in text, text  # was a placeholder cut at `Esc to cance`
+        await pilot.press("escape")
+
+    drive(app, scenario, size=size)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+def test_k_gives_the_commands_the_dialogs_width(tmp_path, monkeypatch, request, size):
+    """K cut every command at 50 cells: at 120 columns with room to spare, at 80 past the dialog's edge
+    (no … to say so). Each command now ends at the dialog's edge, with … where it is longer."""
+    from test_tui_small import kill_app, orphan_node, scanned
+
+    sim, pids = orphan_node(tmp_path, monkeypatch, request, 2)
+    app = kill_app(tmp_path, sim)
+
+    async def scenario(pilot):
+        from eagle_console.tui.screens.kill import KillScreen
+
+        await scanned(pilot, pids)
+        await pilot.press("K")
+        await until(pilot, lambda: isinstance(app.screen, KillScreen) and app.screen.state == "choosing", what="scan")
+        await pilot.pause(0.3)
+        screen = screen_text(app)
+        insides = [line.split("█")[1] for line in screen.splitlines() if line.count("█") >= 2]  # the dialog's
+        rows = [inside for inside in insides if inside.startswith("  [") and any(f" {p} " in inside for p in pids)]
+        assert len(rows) == 2, screen
+        for inside in rows:
+            shown = inside.rstrip()
+            assert shown.endswith("…"), screen  # the orphans' commands are longer than any width here
+            assert len(inside) - len(shown) <= 4, screen  # and take the width there is
+        await pilot.press("escape")
+
+    drive(app, scenario, size=size)

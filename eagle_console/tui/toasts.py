@@ -7,16 +7,28 @@ from __future__ import annotations
 from typing import Any
 
 MIN_TOAST_ROWS = 3  # when the Step pane is zoomed away, toasts still get this much
+ZOOMED_WIDTH = 0.44  # of the screen, when the left column is zoomed away
+
+
+def width(app: Any) -> int:
+    """Cells a toast takes: the Step pane's width inside its borders, so that a toast covers the pane's
+    text whole (a narrower toast left the ends of the lines under it standing beside it: `rafte`)."""
+    left = app.query_one("#left")
+    if left.display and left.outer_size.width > 2:
+        return left.outer_size.width - 2
+    return max(20, int(app.size.width * ZOOMED_WIDTH))
 
 
 def place(app: Any) -> None:
-    """Lift the rack above the Detail line and the key line, then fit the stack."""
+    """Lift the rack above the Detail line and the key line, size it to the Step pane, then fit the stack."""
     bars = app.query("KeyBar")
     if not bars or not app.detail.is_mounted:  # the app is being torn down (a late ToastRoomChanged): nothing to place
         return
     below = app.detail.outer_size.height + bars.first().outer_size.height
+    cells = width(app)
     for rack in app.detail.screen.query("ToastRack"):  # the main screen's, even under a dialog
         rack.styles.margin = (0, 0, below, 1)
+        rack.styles.width = cells
     fit(app)
 
 
