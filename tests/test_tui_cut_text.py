@@ -180,3 +180,58 @@ def test_k_gives_the_commands_the_dialogs_width(tmp_path, monkeypatch, request, 
         await pilot.press("escape")
 
     drive(app, scenario, size=size)
+
+
+def test_a_growing_detail_line_leaves_the_gpu_pane_its_orphan_rows_at_80x24(tmp_path, monkeypatch, request):
+    """A note on the selected step makes the Detail line grow to its most rows: those rows came out of the
+    GPU pane's holder rows (the orphans K would kill) rather than out of the log tabs."""
+    from test_tui_small import KILL_PLAN, orphan_node, ready
+
+    from eagle_console.journal import Journal
+    from eagle_console.plan.loader import load_plan
+
+    sim, pids = orphan_node(tmp_path, monkeypatch, request, 2)
+    path = write_plan(tmp_path, KILL_PLAN)
+    app, journal = open_app(path, sim_dir=sim)
+    journal.close()
+
+    async def scenario(pilot):
+        await ready(pilot, pids)  # both orphans on screen, the Detail line at two rows
+        note = Journal.for_plan(load_plan(path))
+        note.note("0.1", "seen twice after a reboot: the schedulers of last night's run; " * 4)
+        note.close()
+        await until(pilot, lambda: app.detail.outer_size.height >= 4, what="the Detail line grown by the note")
+        await pilot.pause(0.5)
+        screen = screen_text(app)
+        assert {int(p) for p in re.findall(r"│ (\d+) +\d +\d+ orphan ", screen)} == set(pids), screen
+        detail = screen.splitlines()[-1 - app.detail.outer_size.height:-1]
+        assert detail[-1].rstrip().endswith("…"), screen  # the note is cut, and says so
+
+    drive(app, scenario, size=(80, 24))
+
+
+def test_the_demos_0_2b_detail_is_whole_at_80x24(tmp_path, monkeypatch):
+    """0.2b's vocab verdict ended mid-sentence (`putting one drafter's`) where the Detail line stopped."""
+    from eagle_console.demo.build import build_demo, stop_leftovers
+    from eagle_console.ops.console import drafter_lines
+
+    plan_path = build_demo(tmp_path, orphans=0)
+    monkeypatch.setenv("EAGLE_CONSOLE_SIM", str(tmp_path / "sim"))
+    app, journal = open_app(plan_path, sim_dir=tmp_path / "sim")
+    journal.close()
+    [want] = drafter_lines(app.ctx.plan, "0.2b")  # what the Detail line is given to show
+
+    async def scenario(pilot):
+        await select(pilot, "0.2b")
+        await until(pilot, lambda: "vocab:" in app.detail.render().plain, what="the vocab verdict")
+        await pilot.pause(0.3)
+        screen = screen_text(app)
+        detail = " ".join(" ".join(screen.splitlines()[-1 - app.detail.outer_size.height:-1]).split())
+        assert want.startswith("vocab: ") and want.endswith("."), want  # a sentence
+        assert want in detail, screen
+        assert "…" not in detail.split("vocab:")[1], screen
+
+    try:
+        drive(app, scenario, size=(80, 24))
+    finally:
+        stop_leftovers(tmp_path)
