@@ -88,3 +88,47 @@ def test_exports_label_the_figures_and_list_each_runs_results_once(tmp_path):
     steps = {s["id"]: s for phase in doc["phases"] for s in phase["steps"]}
     labels = {r["name"]: r.get("label") for r in steps["0.4"]["results"]}
     assert labels["tok_s"].startswith("end-to-end") and labels["decode_tok_s"].startswith("decode tok/s"), labels
+
+
+def test_the_two_node_demos_extraction_tab_follows_1_1_on_node_b(tmp_path):
+    """`demo --nodes 2` pins 1.1 to node b: its Extraction tab said "no extraction step in this plan". The
+    plan as the demo writes it for a Ray cluster (no cluster is started: the tab reads the step's log, which
+    a node run copies here, and the output folder the local nodes share); the job's log and files are made
+    by the sim extraction the step runs."""
+    import asyncio
+    import subprocess
+    import sys
+
+    from test_tui_panes_extraction import OneApp
+
+    from eagle_console.demo.multinode import write_plan as write_nodes_plan
+    from eagle_console.journal import Journal
+    from eagle_console.plan.loader import load_plan
+    from eagle_console.tui.context import ConsoleContext
+    from eagle_console.tui.panes.extraction import ExtractionPane
+
+    path = write_nodes_plan(tmp_path, ["a", "b"], cluster="ray://127.0.0.1:1")
+    plan = load_plan(path)
+    step = plan.step("1.1")
+    assert step.node == "b" and step.watch_extraction is not None
+    log = plan.folder / step.watch_extraction.log
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w") as f:  # what the node run copies into the step log here: the job's own output
+        subprocess.run([sys.executable, "-m", "eagle_console.sim.extract", "--out", str(tmp_path / "data" /
+                        "hidden_states"), "--samples", "100", "--rate", "0"], stdout=f, stderr=subprocess.STDOUT,
+                       check=True, timeout=60)
+    ctx = ConsoleContext(plan_path=path, plan=plan, journal=Journal.for_plan(plan), selected_step_id="0.1")
+    pane = ExtractionPane(ctx, refresh_s=0.2)
+    app = OneApp(pane)
+
+    async def main() -> None:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await until(pilot, lambda: pane.last is not None and pane.last["done"] == 100, what="1.1's 100 samples")
+            title = str(pane.query_one("#ex-title").render())
+            assert pane.watching == "1.1" and title.startswith("1.1 ") and title.endswith("· on node b"), title
+            assert pane.last["files"] == 100 and pane.last["total"] == 100
+
+    try:
+        asyncio.run(main())
+    finally:
+        ctx.journal.close()

@@ -76,6 +76,7 @@ priority = "medium"
   title = "Extract hidden states on node b (100 samples)"
 {node_b}  run = [{python_exe}, "-m", "eagle_console.sim.extract", "--out", "${{data}}/hidden_states", "--samples", "100", "--rate", "15", "--bytes-per-sample", "3080000000"]
   log = "logs/extract-b.log"
+  watch = {{ extraction = {{ log = "logs/extract-b.log", output = "${{data}}/hidden_states", pattern = "*.safetensors", total = 100 }} }}
   rollback = ["rm", "-rf", "${{data}}/hidden_states"]
 """
 
