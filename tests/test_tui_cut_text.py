@@ -235,3 +235,31 @@ def test_the_demos_0_2b_detail_is_whole_at_80x24(tmp_path, monkeypatch):
         drive(app, scenario, size=(80, 24))
     finally:
         stop_leftovers(tmp_path)
+
+
+def test_under_a_dialog_the_toasts_keep_to_the_step_pane(tmp_path):
+    """A dialog has a toast rack of its own: the toasts moved there, over the Detail line and across the
+    whole screen (capture 05 at 80x24: the rollback dialog)."""
+    app, journal = open_app(write_plan(tmp_path, LONG_STEP_PLAN))
+    journal.close()
+
+    async def scenario(pilot):
+        from eagle_console.tui.screens.note import NoteScreen
+
+        await until(pilot, lambda: app.ctx.selected_step_id == "0.1", what="ready")
+        for n in range(3):
+            app.notify(f"notice {n}", timeout=30)
+        await until(pilot, lambda: len(app.screen.query("Toast")) == 3, what="3 toasts")
+        await pilot.press("e")
+        await until(pilot, lambda: isinstance(app.screen, NoteScreen), what="a dialog")
+        toasts = await until(pilot, lambda: [t for t in app.screen.query("Toast") if t.region.area] or None,
+                             what="the toasts on the dialog")
+        await pilot.pause(0.3)
+        step, detail = app.step_info.region, app.detail.region
+        for toast in app.screen.query("Toast"):
+            assert not toast.region.overlaps(detail), (toast.region, detail)
+            assert toast.region.x == step.x + 1 and toast.region.right == step.right - 1, (toast.region, step)
+        assert toasts
+        await pilot.press("escape")
+
+    drive(app, scenario, size=(80, 24))

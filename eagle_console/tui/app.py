@@ -244,6 +244,12 @@ class ConsoleApp(App[int]):
             toasts.place(self)
             self._fit_gpus()  # the Detail line or the Step pane changed size: the columns' heights may have
 
+    def push_screen(self, *args: Any, **kwargs: Any) -> Any:
+        """A dialog has a toast rack of its own, which the toasts move to: place it as the main screen's."""
+        result = super().push_screen(*args, **kwargs)
+        self.call_after_refresh(self._place_toasts)
+        return result
+
     def _fit_toasts(self) -> None:
         if not self._shutting_down():
             toasts.fit(self)
