@@ -24,12 +24,12 @@ from textual.widgets import Static, Tree
 
 from eagle_console.ops import export as export_op
 from eagle_console.ops import rollback, steps
-from eagle_console.tui import keys, messages, theme, toasts, workers, zoom
+from eagle_console.tui import fit, keys, messages, theme, toasts, workers, zoom
 from eagle_console.tui.commands import ConsoleCommands
 from eagle_console.tui.context import ConsoleContext
 from eagle_console.tui.keybar import KeyBar
 from eagle_console.tui.live import Snapshot, read_snapshot
-from eagle_console.tui.panes.detail import ROWS, ROWS_SHORT, DetailLine
+from eagle_console.tui.panes.detail import DetailLine
 from eagle_console.tui.panes.logs import GPU_PANE, LogTabs, build_pane, mount_hidden_panes
 from eagle_console.tui.panes.plan_tree import PlanPane
 from eagle_console.tui.panes.step_info import StepInfo
@@ -39,12 +39,6 @@ if TYPE_CHECKING:
     from eagle_console.journal import Journal
     from eagle_console.plan.model import Plan, Step
 
-NARROW_BELOW = 120  # columns
-SHORT_BELOW = 30  # rows: the Detail line keeps to fewer rows (panes/detail.py ROWS_SHORT)
-GPU_SHARE = 0.7  # of the right-hand column the GPU pane may take (it is as tall as its content up to that)
-GPU_ROWS = 14  # 8 GPUs, the holders' header, three holders and the border: what GPU_SHARE gave at 80x24
-LOGS_MIN_ROWS = 5  # #logs' min-height in console.tcss
-PLAN_WIDTH, PLAN_WIDTH_NARROW = "45%", "55%"
 # The right-hand tab panes (built lazily, so the App knows them only by place): StepSelected and
 # PlanReloaded go to each; a HiddenPane placeholder has no handler and ignores them.
 TAB_PANES = "#logs ContentSwitcher > Vertical > *"
@@ -64,7 +58,6 @@ class ConsoleApp(App[int]):
         self.plan_error: str | None = None
         self.first_paint: FirstPaint | None = None
         self.quit_message: str | None = None  # what keeps running, also printed once the terminal is back
-        self._gpu_cap: int | None = None  # the GPU pane's max-height set by _fit_gpus (None: the CSS's)
         self._notices = workers.Notices(ctx.journal.last_event_id())
         self._settings_problem = theme.restore(self)  # the operator's saved theme (tui/theme.py)
 
@@ -102,35 +95,13 @@ class ConsoleApp(App[int]):
         return " · ".join(parts)
 
     def on_resize(self, event: events.Resize) -> None:
-        self._fit_width(event.size.width)
-        self.detail.fit(ROWS_SHORT if event.size.height < SHORT_BELOW else ROWS)
-        self.call_after_refresh(self._fit_gpus)
-
-    def _fit_gpus(self) -> None:
-        """The GPU pane's cap: GPU_SHARE of its column, but on a short screen up to GPU_ROWS when the log
-        tabs keep their minimum: a taller Detail line then takes its rows from the log tabs, not from the
-        holders (at 80x24 a four-row Detail line left one holder row of three, a five-row one none)."""
-        if self._shutting_down():
-            return
-        column = self.query_one("#right").size.height
-        cap = None if zoom.zoomed(self) is not None or not column else \
-            max(int(column * GPU_SHARE), min(column - LOGS_MIN_ROWS, GPU_ROWS))  # zoomed: the zoom's own CSS
-        if cap != self._gpu_cap:  # setting a style, even the same, lays the screen out again
-            self._gpu_cap = cap
-            self.gpus.styles.max_height = cap
-
-    def _fit_width(self, width: int) -> None:
-        """The Plan pane takes more of a narrow terminal. Set on the one widget rather than through a
-        breakpoint class on the Screen, which restyles every widget (~40 ms before the first frame)."""
-        left = self.query_one("#left")
-        if zoom.zoomed(self) in ("plan", "step-info"):
-            left.styles.width = "100%"
-        else:
-            left.styles.width = PLAN_WIDTH_NARROW if width < NARROW_BELOW else PLAN_WIDTH
+        fit.columns(self, event.size.width)
+        fit.detail_rows(self, event.size.height)
+        self.call_after_refresh(fit.gpu_cap, self)
 
     def on_mount(self) -> None:
         self.title = f"eagle-console · {self.ctx.plan.id}"
-        self._fit_width(self.size.width)
+        fit.columns(self, self.size.width)
         # The first frame shows the journal's statuses, not a tree of "pending" that corrects itself later.
         self.plan_pane.focus()
         self._show_snapshot(read_snapshot(self.ctx.journal))
@@ -242,7 +213,7 @@ class ConsoleApp(App[int]):
     def _place_toasts(self) -> None:
         if not self._shutting_down():
             toasts.place(self)
-            self._fit_gpus()  # the Detail line or the Step pane changed size: the columns' heights may have
+            fit.gpu_cap(self)  # the Detail line or the Step pane changed size: so may have the columns
 
     def push_screen(self, *args: Any, **kwargs: Any) -> Any:
         """A dialog has a toast rack of its own, which the toasts move to: place it as the main screen's."""
@@ -439,8 +410,8 @@ class ConsoleApp(App[int]):
     def action_zoom(self) -> None:
         """z: GPUs alone, then the log tabs, the plan, the step, then every pane again."""
         zoom.zoom(self, zoom.next_zoom(zoom.zoomed(self)))
-        self._fit_width(self.size.width)
-        self._fit_gpus()
+        fit.columns(self, self.size.width)
+        fit.gpu_cap(self)
 
     def action_help(self) -> None:
         from eagle_console.tui.commands import palette_entries
@@ -452,10 +423,7 @@ class ConsoleApp(App[int]):
     # q: quit, saying what keeps running
 
     async def action_quit(self) -> None:
-        if self.ctx.runs_stop_on_quit:  # the demo: its runs stop with it, and it says so itself
-            self.post_message(messages.QuitReady(None))
-            return
-        self._in_thread(workers.quit_line, self.ctx.engine, group="quit")
+        self._in_thread(workers.quit_line, self.ctx.engine, self.ctx.runs_stop_on_quit, group="quit")
 
     @on(messages.QuitReady)
     def _quit_ready(self, message: messages.QuitReady) -> None:

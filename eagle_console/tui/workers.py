@@ -60,7 +60,11 @@ def plan_rollback(post: Post, engine: Engine, target: str) -> None:
         post(messages.RollbackPlanned(choice))
 
 
-def quit_line(post: Post, engine: Engine) -> None:
+def quit_line(post: Post, engine: Engine, runs_stop: bool = False) -> None:
+    """`runs_stop`: the demo stops its runs when the console closes, and says so itself."""
+    if runs_stop:
+        post(messages.QuitReady(None))
+        return
     try:
         line = steps.keep_running_line(steps.running_runs(engine))
     except Exception as exc:  # quitting must always work
