@@ -219,8 +219,10 @@ class KillScreen(ModalScreen[KillRecord | None]):
         dialog = min(DIALOG_CELLS, self.size.width) - 4  # its border and padding
         widths = [3] + [max([len(head), *(len(row[i]) for row in cells)]) for i, head in
                         enumerate(("PID", "GPU", "MiB", "CLASS", "OWNER"))]
-        # each column's padding (DataTable: one cell each side), and the vertical scrollbar
-        return max(20, dialog - sum(widths) - 2 * (len(widths) + 1) - 2)
+        # each column's padding (DataTable: one cell each side), and the vertical scrollbar when the rows will
+        # not all show (the dialog's other lines take about 12 rows)
+        scrollbar = 2 if len(cells) + 1 > min(TABLE_ROWS, self.size.height - 12) else 0
+        return max(20, dialog - sum(widths) - 2 * (len(widths) + 1) - scrollbar)
 
     def _mark(self, key: str) -> Text:
         if key in self.refused_rows:
