@@ -53,7 +53,8 @@ def orphans_job(tmp: Path, shots: Shots) -> None:
         term.wait(r"Quick Probe", 90)
         shots.save("orphans-80x24-1-main", term.wait(r"orphan[\s\S]*orphan", 30))  # both, before K
         term.keys("K")
-        shots.save("orphans-80x24-2-kill-dialog", term.wait(r"enter send SIGTERM", 20))
+        # what Enter will signal: the scan is done (the keys' hint shows before it, and an Enter then is ignored)
+        shots.save("orphans-80x24-2-kill-dialog", term.wait(r"Enter sends SIGTERM to", 20))
         term.keys("Enter")
         shots.save("orphans-80x24-3-kill-result", term.wait(r"after the kill: .*", 30))
         term.keys("Escape")
