@@ -2,7 +2,8 @@
 with the keys alone, on `eagle-console demo` (a simulated node) built in a temp dir with a temp HOME.
 
   orphans-*     the demo's orphans on the main screen, `K`, Enter (the result), Esc
-  phase0-*      n/y through Phase 0; the drafter verdict after 0.2 and after its rollback (`u`), cursor unmoved
+  phase0-*      n/y through Phase 0; the drafter verdict after 0.2 and after its rollback (`u`), cursor unmoved;
+                the 0.2b Detail line and the NCCL finding (log tabs zoomed) whole; what quitting says
   phase0-120x40-0.3-server-ready  at 120x40, the server's 8 workers all listed under the GPUs
   extraction-*  1.1 running on the Extraction tab and, at the same moment, `eagle-console extraction` in
                 another shell: both rates, and how far apart they are
@@ -41,7 +42,8 @@ class Shots:
 def demo_console(root: Path, home: Path, size: tuple[int, int] = SIZE) -> Term:
     env = {"PYTHONPATH": str(REPO), "HOME": str(home), "EAGLE_CONSOLE_KILL_GRACE": "2", "TERM": "xterm-256color"}
     # the screen read every 0.1 s: the verdict delays are timed by it
-    return Term(f"{sys.executable} -m eagle_console demo --dir {root}", size, env=env, prefix="ec-cap",
+    # `; sleep 30`: what the demo prints when it quits stays on screen to be captured
+    return Term(f"{sys.executable} -m eagle_console demo --dir {root}; sleep 30", size, env=env, prefix="ec-cap",
                 poll_s=0.1, key_pause_s=0.2)
 
 
@@ -51,7 +53,8 @@ def orphans_job(tmp: Path, shots: Shots) -> None:
         term.wait(r"Quick Probe", 90)
         shots.save("orphans-80x24-1-main", term.wait(r"orphan[\s\S]*orphan", 30))  # both, before K
         term.keys("K")
-        shots.save("orphans-80x24-2-kill-dialog", term.wait(r"enter send SIGTERM", 20))
+        # what Enter will signal: the scan is done (the keys' hint shows before it, and an Enter then is ignored)
+        shots.save("orphans-80x24-2-kill-dialog", term.wait(r"Enter sends SIGTERM to", 20))
         term.keys("Enter")
         shots.save("orphans-80x24-3-kill-result", term.wait(r"after the kill: .*", 30))
         term.keys("Escape")
@@ -101,15 +104,22 @@ def phase0_and_extraction_job(tmp: Path, shots: Shots, figures: dict) -> None:
         shots.save("phase0-80x24-06-0.2-rolled-back-verdict", text)
         term.keys("n")  # 0.2 again
         shots.save("phase0-80x24-07-0.2-again", term.wait(step_done("0.2") + r"[\s\S]*drafter check ok", 60))
-        term.keys("n")  # 0.2b: compare vocab mappings
-        shots.save("phase0-80x24-08-0.2b-done", term.wait(step_done("0.2b"), 60))
+        term.keys("n")  # 0.2b: compare vocab mappings; its Detail line's verdict whole (issue 32)
+        shots.save("phase0-80x24-08-0.2b-done", term.wait(step_done("0.2b") + r"[\s\S]*vocab:[\s\S]*lm_head\.", 60))
         term.keys("n")  # 0.3: the simulated SGLang server, completed once ready
         shots.save("phase0-80x24-09-0.3-server-ready", term.wait(step_done("0.3") + r"[\s\S]*READY", 120))
+        term.keys("2", "z", "z")  # the NCCL tab, the log tabs alone: the SHM finding and the legend whole
+        shots.save("phase0-80x24-11-nccl-finding-zoomed", term.wait(r"SHM_FALLBACK[\s\S]*known lever\.[\s\S]*"
+                                                                     r"C=COLLNET", 30))
+        term.keys("z", "z", "z")  # every pane again
+        term.wait(r"─ PLAN ─[\s\S]*─ GPUs", 10)
         term.keys("n")  # 0.4: benchmark
         term.wait(step_done("0.4"), 120)
         term.keys("5")
         shots.save("phase0-80x24-10-0.4-results", term.wait(r"tok_s", 20))
         extraction(term, root, shots, figures)
+        term.keys("q")  # the demo stops what it started and says so, in one line (issue 32)
+        shots.save("phase0-80x24-12-quit", term.wait(r"stay in", 60))
     finally:
         term.keys("q")
         time.sleep(3)

@@ -42,3 +42,10 @@ def _float(x: float) -> str:
     if mag >= 1e-3:
         return f"{x:.4g}"  # 0.8512
     return f"{x:.2e}"  # only the really tiny in exponent form
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """`1 line`, `2 lines`, `1 process`, `10 processes`: a count with its noun agreeing."""
+    if n == 1:
+        return f"1 {noun}"
+    return f"{n} {plural or (noun + 'es' if noun.endswith(('s', 'sh', 'ch', 'x')) else noun + 's')}"

@@ -62,8 +62,34 @@ def test_does_not_fit_warning_with_sparse_samples(tmp_path: Path) -> None:
     assert r["files"] == 4 and r["output_bytes"] >= 4 * 100 * 10**9
     assert r["projected_bytes"] >= 10_000 * 100 * 10**9 and r["fits"] is False
     assert r["warnings"] and "free" in r["warnings"][0]
-    small = ExtractionWatch(outputs=[out], total=4).tick()  # all written: nothing more needed
-    assert small["fits"] is True and small["warnings"] == []
+    # all written, but sparse: the files take almost nothing on disk, so the 400 GB still do not fit (it said
+    # "fits" here once nothing was left to write, on the same figures: issue 32)
+    small = ExtractionWatch(outputs=[out], total=4).tick()
+    assert small["output_disk_bytes"] < 10**9 and small["fits"] is False
+    assert small["warnings"][0].startswith("finished, but its files'"), small["warnings"]
+    dense = tmp_path / "dense"
+    extract(dense, "--samples", "4")  # real bytes on disk: all written, nothing more to need
+    whole = ExtractionWatch(outputs=[dense], total=4).tick()
+    assert whole["fits"] is True and whole["warnings"] == [] and whole["output_disk_bytes"] >= whole["output_bytes"]
+
+
+def test_the_fit_verdict_does_not_flip_when_the_run_ends_on_the_same_figures(tmp_path: Path) -> None:
+    """While it ran: `fits: NO`, projected far beyond the free space; at the last sample, with the same
+    projection and the same free space, it said `fits: yes` (nothing left to write). The sim's files are
+    sparse, as big files on a full disk would not be: what they take on disk counts as written."""
+    out, log = tmp_path / "out", tmp_path / "extract.log"
+    per_sample = 2 * 10**12  # 2 TB each (sparse), 50 of them: 100 TB, beyond any test machine's free space
+    extract(out, "--samples", "3", "--bytes-per-sample", str(per_sample))
+    log.write_text("Extracting: 6%|▌         | 3/50 [00:01<00:15, 3.00it/s, tokens=300]\r")
+    watch = ExtractionWatch(logs=[log], outputs=[out], total=50)
+    running = watch.tick()
+    assert running["summary"] is None and running["fits"] is False
+    assert running["warnings"][0].endswith("free space or stop early"), running["warnings"]
+    extract(out, "--samples", "50", "--bytes-per-sample", str(per_sample), log=log)
+    ended = watch.tick()
+    assert ended["summary"] is not None and ended["projected_bytes"] == ended["output_bytes"] >= 50 * per_sample
+    assert ended["fits"] is False, ended  # was True
+    assert ended["warnings"][0].startswith("finished, but its files'"), ended["warnings"]
 
 
 def test_cli_extraction_json(tmp_path: Path) -> None:

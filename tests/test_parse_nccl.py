@@ -32,8 +32,8 @@ def test_h200_fixture_single_rank() -> None:
     assert s["devices"] == [{"rank": 0, "cuda_dev": 0, "bus_id": "0000:00:06.0"}]
     assert s["transports"] == {"P2P": 0, "SHM": 0, "NET": 0, "COLLNET": 0}
     assert s["pairs"] == [] and s["warnings"] == [] and s["findings"] == []
-    assert set(s) == {"version", "ranks", "init_complete", "hosts", "devices", "transports", "pairs", "env",
-                      "warnings", "findings"}
+    assert set(s) == {"version", "ranks", "init_complete", "hosts", "devices", "transports", "transport_pairs",
+                      "pairs", "env", "warnings", "findings"}
 
 
 def test_old_hex_busid_layout_multi_host() -> None:
@@ -63,6 +63,8 @@ def test_shm_fallback_and_interleaved_processes() -> None:
     assert s["transports"] == {"P2P": 0, "SHM": 7, "NET": 8, "COLLNET": 0}
     shm = {(p["src"], p["dst"]) for p in s["pairs"] if p["transport"] == "SHM"}
     assert shm == {(4, 5), (5, 6), (6, 7), (11, 12), (13, 14)}
+    # channels above, GPU pairs here: the findings' unit (issue 32: `SHM 7` beside "5 GPU pair(s)")
+    assert s["transport_pairs"] == {"P2P": 0, "SHM": 5, "NET": 1, "COLLNET": 0}
     assert codes(s)["SHM_FALLBACK"] == "warning"  # version unknown: cannot call it normal
 
 

@@ -16,6 +16,7 @@ from eagle_console.engine.builtins.base import ActionContext, BuiltinError
 from eagle_console.engine.builtins.sglang_bench import SglangBench
 from eagle_console.engine.builtins.sglang_server import SglangServer
 from eagle_console.engine.runner import builtin_call
+from eagle_console.figures import format_value
 from eagle_console.plan.model import Action, Plan, Step
 from eagle_console.sglang.bench import load_prompts, run_bench
 from eagle_console.sglang.client import ServerError, accept_length_from_info
@@ -100,7 +101,11 @@ def test_bench_builtin_records_results_and_baseline(server, tmp_path, capsys):
         assert key in results, out
     # the baseline is a decode speed: speedup compares decode tok/s with it
     assert float(results["speedup"]) == pytest.approx(float(results["decode_tok_s"]) / 82.0, rel=0.01)
-    assert "request 2/2:" in out and "vs baseline 82.0 tok/s" in out
+    # both figures said with what they are, the % to one decimal as the Results pane shows it (issue 32)
+    decode = float(results["decode_tok_s"])
+    assert "request 2/2:" in out and f"decode_tok_s {format_value(decode)} vs 82 baseline (a decode speed): " \
+        f"speedup {decode / 82:.2f}x ({(decode / 82 - 1) * 100:+.1f}%)" in out, out
+    assert f"tok_s {format_value(float(results['tok_s']))} end-to-end (prefill included)" in out, out
     # with.baseline_tok_s wins over the plan's
     ctx2 = ctx_for(tmp_path, {"url": server.url, "requests": 1, "max_new_tokens": 8, "baseline_tok_s": 50},
                    baseline={"tok_s": 82.0})

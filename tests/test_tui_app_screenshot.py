@@ -94,7 +94,8 @@ def test_palette_offers_run_rollback_kill_and_export(demo):
             texts = [t for t, _, _ in palette_entries(app)]
             assert "Run step 0.1 " + plan.step("0.1").title in texts
             assert "Mark step 0.1 " + plan.step("0.1").title in texts
-            assert any(t.startswith("Roll back 0 ") for t in texts)
+            assert any(t.startswith("Roll back phase 0 ") for t in texts)
+            assert "Roll back step 0.1 " + plan.step("0.1").title in texts
             assert "Kill orphaned GPU workers" in texts
             assert texts[-3:] == exports
             app.ctx.readonly = True  # only what changes nothing: the looking keys and the exports

@@ -92,6 +92,6 @@ def test_the_log_status_line_says_its_state_before_the_path_at_80_columns(tmp_pa
             view.add_lines(["c"])
             line = str(view.status.render())
             cut = line[:80]
-            assert "PAUSED: 1 new lines" in cut and "3 lines" in cut
+            assert "PAUSED: 1 new line ·" in cut and "3 lines" in cut
 
     asyncio.run(main())

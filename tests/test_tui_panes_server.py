@@ -112,7 +112,7 @@ def test_nccl_pane_summary_matrix_env_findings_and_raw_lines(tmp_path):
             head = str(pane.head.render())
             codes = {f["code"] for f in pane.summary["findings"]}
             assert {"SHM_FALLBACK", "P2P_DISABLED"} <= codes
-            assert "SHM 7" in head and "NET 8" in head and "SHM_FALLBACK" in head
+            assert "GPU pairs: 5 SHM, 1 NET" in head and "SHM_FALLBACK" in head  # pairs, the findings' unit
             assert "src\\dst" in head  # the rank x rank matrix
             assert all("NCCL" in s for s in pane.view.shown_lines) and "Load weight" not in "".join(pane.view.shown_lines)
             # a finished init plus the 8-rank log: Init COMPLETE n/ranks

@@ -46,30 +46,50 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from eagle_console.cli.tui_cmds import open_console
 
     try:
-        return open_console(plan, sim_dir=sim)
+        return open_console(plan, sim_dir=sim, runs_stop_on_quit=True)
     finally:
-        stopped = stop_demo(plan, root)
-        if stopped:
-            print(f"stopped the demo's {stopped} simulated processes (GPU workers, server); "
-                  f"its files stay in {root}")
+        print(stopped_line(*stop_demo(plan, root), root))
 
 
-def stop_demo(plan: Path, root: Path) -> int:
-    """The demo is a toy node: leave no simulated server or worker running after its console closes."""
+def stop_demo(plan: Path, root: Path) -> tuple[list[str], int]:
+    """The demo is a toy node: leave no simulated server or worker running after its console closes.
+    Returns the runs it stopped (`0.3 (pid 7366)`) and how many processes ended with them or after them."""
     from eagle_console.demo.build import stop_leftovers
     from eagle_console.journal import Journal
     from eagle_console.plan.loader import PlanError, load_plan
     from eagle_console.processes import stop_session
 
+    runs: list[str] = []
     count = 0
     try:
         journal = Journal.for_plan(load_plan(plan))
         for run in journal.open_runs():
+            # a node run (a Ray job) went with the local cluster, stopped before this
+            where = f"on node {run.node}" if run.node else f"pid {run.pid or run.supervisor_pid or '?'}"
+            runs.append(f"{run.step_id} ({where})")
             if run.sid:
                 count += len(stop_session(run.sid, run.pgid, 2.0))
     except PlanError:
         pass
-    return count + len(stop_leftovers(root))
+    return runs, count + len(stop_leftovers(root))
+
+
+def stopped_line(runs: list[str], processes: int, root: Path, before: str = "") -> str:
+    """What quitting the demo did, in one line: the console's `q` does not say "keeps running" in the demo,
+    since this stops every run (it said so, then stopped them: two lines that contradicted each other)."""
+    from eagle_console.figures import counted
+
+    what = [before] if before else []
+    if runs:
+        what.append(f"the demo's {'run' if len(runs) == 1 else 'runs'} of {', '.join(runs)}")
+    sims = counted(processes, "simulated process")
+    if runs:  # the processes counted include the runs' own
+        done = f"stopped {' and '.join(what)}" + (f": {sims} in all" if processes else "")
+    elif what:
+        done = f"stopped {what[0]}" + (f" and {sims}" if processes else "")
+    else:
+        done = f"stopped {sims} of the demo" if processes else "nothing of the demo was running"
+    return f"{done}; its files stay in {root}"
 
 
 def cmd_demo_nodes(args: argparse.Namespace, root: Path) -> int:
@@ -106,9 +126,8 @@ def cmd_demo_nodes(args: argparse.Namespace, root: Path) -> int:
             return 0
         from eagle_console.cli.tui_cmds import open_console
 
-        return open_console(plan, sim_dir=sims[next(iter(sims))])
+        return open_console(plan, sim_dir=sims[next(iter(sims))], runs_stop_on_quit=True)
     finally:
         cluster.stop()  # quitting the demo stops the Ray processes it started, and only those
-        stopped = stop_demo(plan, root) + len(stop_node_leftovers(root))
-        print(f"stopped the local Ray cluster{f' and {stopped} simulated processes' if stopped else ''}; "
-              f"its files stay in {root}")
+        runs, stopped = stop_demo(plan, root)
+        print(stopped_line(runs, stopped + len(stop_node_leftovers(root)), root, before="the local Ray cluster"))

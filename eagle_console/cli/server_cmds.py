@@ -127,8 +127,10 @@ def _print_nccl(s: NcclSummary, nccl_lines: int | None) -> None:
     if node_ranks:
         print(f"nodes: {s.get('nnodes') or '?'} per NCCL · " + " · ".join(
             f"{node}: ranks {', '.join(map(str, r)) or '—'}" for node, r in node_ranks.items()))
-    t = s["transports"]
-    print("connections: " + ", ".join(f"{k} {v}" for k, v in t.items()))
+    # one unit on the line, said: GPU pairs, as the findings count them; the channel connections after them
+    pairs = s.get("transport_pairs") or {}
+    print("GPU pairs: " + (", ".join(f"{v} {k}" for k, v in pairs.items() if v) or "none")
+          + " · channel connections: " + (", ".join(f"{v} {k}" for k, v in s["transports"].items() if v) or "none"))
     for d in s["devices"]:
         print(f"  rank {d['rank']:>3}  cudaDev {d['cuda_dev'] if d['cuda_dev'] is not None else '?':>2}  "
               f"bus {d['bus_id'] or '?'}")

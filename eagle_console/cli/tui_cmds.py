@@ -47,8 +47,9 @@ def cmd_tui(args: argparse.Namespace) -> int:
 
 
 def open_console(plan_path: str | os.PathLike[str], *, state_dir: str | None = None, readonly: bool = False,
-                 sim_dir: Path | None = None) -> int:
-    """Load the plan (CliError on a bad one), run the console until quit, say what keeps running."""
+                 sim_dir: Path | None = None, runs_stop_on_quit: bool = False) -> int:
+    """Load the plan (CliError on a bad one), run the console until quit, say what keeps running (unless
+    `runs_stop_on_quit`: the caller, the demo, stops them and says so)."""
     from eagle_console.node import selfmark
 
     selfmark.mark(selfmark.CONSOLE)  # also when called from Python, not through main()
@@ -57,13 +58,14 @@ def open_console(plan_path: str | os.PathLike[str], *, state_dir: str | None = N
     # what survived and turns collection back on after its first frame (ConsoleApp._settle_gc).
     gc.disable()
     try:
-        return _run_console(plan_path, state_dir=state_dir, readonly=readonly, sim_dir=sim_dir)
+        return _run_console(plan_path, state_dir=state_dir, readonly=readonly, sim_dir=sim_dir,
+                            runs_stop_on_quit=runs_stop_on_quit)
     finally:
         gc.enable()
 
 
 def _run_console(plan_path: str | os.PathLike[str], *, state_dir: str | None, readonly: bool,
-                 sim_dir: Path | None) -> int:
+                 sim_dir: Path | None, runs_stop_on_quit: bool = False) -> int:
     plan = load_plan(plan_path, state_dir)
     if sim_dir is not None:  # runs started from this console see the simulated node too
         os.environ["EAGLE_CONSOLE_SIM"] = str(Path(sim_dir).resolve())
@@ -72,7 +74,7 @@ def _run_console(plan_path: str | os.PathLike[str], *, state_dir: str | None, re
     from eagle_console.tui.app import EXIT_AFTER_FIRST_PAINT, make_app
 
     app = make_app(plan, journal, readonly=readonly, sim_dir=sim_dir,
-                   state_dir_override=Path(override) if override else None)
+                   state_dir_override=Path(override) if override else None, runs_stop_on_quit=runs_stop_on_quit)
     headless = bool(os.environ.get(EXIT_AFTER_FIRST_PAINT))  # the startup benchmark runs without a terminal
     code = app.run(headless=headless)
     crashed = app.return_code not in (None, 0)  # Textual sets 1 when the App died of an exception

@@ -107,7 +107,10 @@ def write_plan(root: Path, names: list[str], cluster: str | None = None, tp: int
     ])
     extraction = Phase([("id", "1"), ("title", "Extraction on node b while the server runs"), ("priority", "medium")], [
         extraction_step("1.1", "Extract hidden states on node b (100 samples)", sys.executable,
-                        "${data}/hidden_states", 100, "logs/extract-b.log", node=node_b),
+                        "${data}/hidden_states", 100, "logs/extract-b.log", node=node_b,
+                        # the Extraction tab follows it on node b (its log copied here as the job runs)
+                        watch={"log": "logs/extract-b.log", "output": "${data}/hidden_states",
+                               "pattern": "*.safetensors", "total": 100}),
     ])
     plan_path = root / "plans" / "demo.toml"
     plan_path.parent.mkdir(parents=True, exist_ok=True)

@@ -69,3 +69,13 @@ def meaning(r: dict[str, Any]) -> str:
         "every drafter's own d2t/t2d; putting one drafter's mapping beside the other's lm_head would propose "
         "the wrong tokens."
     )
+
+
+def verdict(r: dict[str, Any]) -> str:
+    """`meaning` in two lines at 80 columns, for the console's Detail line (the whole sentence, with its
+    why, is in the step's log and `drafter compare-vocab`): the count, then what to do."""
+    if r["positions_differ"] == 0:
+        return "the mappings are identical: either drafter's d2t/t2d works with the other's lm_head."
+    return (f"{r['positions_differ']} of {max(r['size_a'], r['size_b'])} draft ids map to other target tokens "
+            f"(the sets share {r['target_overlap']}): keep each drafter's own d2t/t2d with its own lm_head.")
+

@@ -61,13 +61,13 @@ def _check_line(path: str, target: str | None) -> str:
 
 
 def _vocab_line(a: str, b: str) -> str:
-    from eagle_console.drafter.vocab import compare_vocab
+    from eagle_console.drafter.vocab import compare_vocab, verdict
 
     try:
         r = compare_vocab(a, b)
     except Exception as exc:
         return f"vocab compare: cannot compare {a} and {b}: {exc}"
-    return f"vocab: {r['positions_differ']} positions differ · {r['meaning']}"
+    return f"vocab: {verdict(r)}"  # two lines at 80 columns: the long `meaning` ended mid-sentence there
 
 
 def drafter_inputs_stamp(plan: Plan, item_id: str | None) -> tuple:

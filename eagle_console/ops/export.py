@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from eagle_console.figures import format_value
 from eagle_console.journal.status import plan_statuses
 from eagle_console.plan.todo import todo_content
+from eagle_console.result_names import baseline_key, long_label
 
 if TYPE_CHECKING:
     from eagle_console.journal import Journal, Note, Result, Run
@@ -63,6 +64,19 @@ def _by(who: str | None, face: str | None) -> str:
     return f" by {_person(who, face)}" if who or face else ""
 
 
+def _result_text(r: Result, baseline: Mapping[str, float], run_results: Sequence[Result]) -> str:
+    """`result tok_s = 92.35 (end-to-end output tok/s: …)`, with the baseline it is measured against."""
+    text = f"result {r.name} = {format_value(r.value)}"
+    label = long_label(r.name)
+    if label:
+        text += f" ({label})"
+    key = baseline_key(r.name, {x.name for x in run_results if x.run_id == r.run_id})
+    base = baseline.get(key) if key is not None else None
+    if base and not isinstance(r.value, str):
+        text += f", vs baseline {key} {format_value(base)}: {(float(r.value) - base) / base * 100:+.1f}%"
+    return text
+
+
 def _when(at: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(at)) if at else ""
 
@@ -93,12 +107,22 @@ def markdown(plan: Plan, step_status: Mapping[str, str], notes: Sequence[Note],
             lines.append(f"- [{'x' if st in ('completed', 'skipped') else ' '}] {GLYPHS.get(st, '?')} "
                          f"**{step.id}** {step.title} — {st} ({step.priority})")
             run = (runs or {}).get(step.id)
+            step_results = res_by_step.get(step.id, [])
             if run is not None:
                 code = "running" if run.ended is None else f"exit {run.exit_code}"
                 lines.append(f"  - last run: {_when(run.started)}{_by(run.who, run.face)}, {code}"
                              + (f", log `{run.log}`" if run.log else ""))
-            for r in res_by_step.get(step.id, []):
-                lines.append(f"  - result {r.name} = {format_value(r.value)}")
+                # that run's results under it; an earlier run's on a line of their own (they were all listed
+                # under "last run", so a step run twice showed each figure twice)
+                lines += [f"    - {_result_text(r, plan.baseline, step_results)}" for r in step_results
+                          if r.run_id == run.id]
+                step_results = [r for r in step_results if r.run_id != run.id]
+            earlier: dict[int | None, list[Result]] = {}
+            for r in step_results:
+                earlier.setdefault(r.run_id, []).append(r)
+            for run_id, rs in earlier.items():
+                where = f"earlier run (id {run_id})" if run is not None and run_id is not None else "results"
+                lines.append(f"  - {where}: " + "; ".join(_result_text(r, plan.baseline, rs) for r in rs))
             for n in by_step.get(step.id, []):
                 who = f" ({_person(n.who, n.face)})" if n.who or n.face else ""
                 lines.append(f"  - note {_when(n.at)}{who}: {n.text}")
@@ -124,7 +148,8 @@ def as_json(plan: Plan, step_status: Mapping[str, str], notes: Sequence[Note],
         for step in phase["steps"]:
             step["notes"] = [{"text": n.text, "who": n.who, "face": n.face, "at": n.at} for n in notes
                              if n.step_id == step["id"]]
-            step["results"] = [{"name": r.name, "value": r.value, "run_id": r.run_id, "at": r.at}
+            step["results"] = [{"name": r.name, "value": r.value, "run_id": r.run_id, "at": r.at,
+                                **({"label": long_label(r.name)} if long_label(r.name) else {})}
                                for r in results if r.step_id == step["id"]]
     doc["notes"] = [{"step": n.step_id, "text": n.text, "who": n.who, "face": n.face, "at": n.at} for n in notes]
     return json.loads(json.dumps({"schema": JSON_SCHEMA, **doc}, default=str))

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from eagle_console.figures import counted
 from eagle_console.journal import Refused
 from eagle_console.ops.hints import NEUTRAL, Hints, refusal_text
 from eagle_console.ops.logs import rollback_log_path
@@ -25,6 +26,7 @@ class RollbackChoice:
     refused: str | None = None  # why the plain rollback is refused
     cascade_items: list[UndoItem] = field(default_factory=list)
     cascade_refused: str | None = None
+    phase: bool = False  # the target is a phase (its completed steps), not a step
 
     def items_for(self, cascade: bool) -> list[UndoItem]:
         return self.cascade_items if cascade else self.items
@@ -35,7 +37,7 @@ class RollbackChoice:
 
 def plan_rollback_choice(engine: Engine, target: str, hints: Hints = NEUTRAL) -> RollbackChoice:
     """Both orders, so the confirmation can offer cascade when dependents refuse the plain one."""
-    choice = RollbackChoice(target)
+    choice = RollbackChoice(target, phase=engine.plan.phase(target) is not None)
     try:
         choice.items = plan(engine, target, cascade=False)
     except Refused as exc:
@@ -71,7 +73,8 @@ def start(engine: Engine, target: str, cascade: bool = False, force: bool = Fals
 
 def begin_rollback(engine: Engine, target: str, cascade: bool) -> str:
     started = start(engine, target, cascade=cascade)
-    return f"rolling back {target}: {len(started.items)} step(s) (rollback {started.rollback_id})"
+    what = f"phase {target}" if engine.plan.phase(target) is not None else target
+    return f"rolling back {what}: {counted(len(started.items), 'step')} (rollback {started.rollback_id})"
 
 
 SUPERVISOR_DIED = "the rollback's supervisor died ({reason}); run the rollback again to resume it"

@@ -186,8 +186,8 @@ def start_step(engine: Engine, step_id: str) -> str:
     with the engine's reason."""
     again = rerun_text(engine, step_id)
     run_id = start_run(engine, step_id)
-    label = engine.journal.run_label(run_id)
-    return f"{again} ({label})" if again else f"{step_id} started ({label})"
+    started = f"started {engine.journal.run_label(run_id)}"  # the CLI's words; no parentheses inside parentheses
+    return f"{again}; {started}" if again else started
 
 
 class RunOutcome(NamedTuple):

@@ -94,7 +94,8 @@ class NcclSummary(TypedDict):
     init_complete: int
     hosts: list[str]
     devices: list[NcclDevice]
-    transports: dict[str, int]
+    transports: dict[str, int]  # channel connections (one per channel and direction of a GPU pair)
+    transport_pairs: dict[str, int]  # GPU pairs (src→dst) by transport, whatever their channels: the findings' unit
     pairs: list[NcclPair]
     env: dict[str, str]
     warnings: list[str]
@@ -321,6 +322,13 @@ class NcclParser:
                     dev["bus_id"] = format_bus_id(raw)
         return [devices[r] for r in sorted(devices)]
 
+    def transport_pairs(self) -> dict[str, int]:
+        """Distinct GPU pairs (src→dst) per transport: what the findings count, and the console's header."""
+        seen: dict[str, set[tuple[int, int]]] = {t: set() for t in self._transport_counts}
+        for c in self._conns:
+            seen.setdefault(c.transport, set()).add((c.src, c.dst))
+        return {t: len(p) for t, p in seen.items()}
+
     def pairs(self) -> list[NcclPair]:
         return [NcclPair(src=c.src, dst=c.dst, transport=c.transport, detail=c.detail) for c in self._conns]
 
@@ -339,6 +347,7 @@ class NcclParser:
             hosts=list(self.hosts),
             devices=self.devices(),
             transports=dict(self._transport_counts),
+            transport_pairs=self.transport_pairs(),
             pairs=self.pairs(),
             env=dict(self.env),
             warnings=list(self.warnings),

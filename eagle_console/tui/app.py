@@ -24,7 +24,7 @@ from textual.widgets import Static, Tree
 
 from eagle_console.ops import export as export_op
 from eagle_console.ops import rollback, steps
-from eagle_console.tui import keys, messages, theme, toasts, workers, zoom
+from eagle_console.tui import fit, keys, messages, theme, toasts, workers, zoom
 from eagle_console.tui.commands import ConsoleCommands
 from eagle_console.tui.context import ConsoleContext
 from eagle_console.tui.keybar import KeyBar
@@ -39,8 +39,6 @@ if TYPE_CHECKING:
     from eagle_console.journal import Journal
     from eagle_console.plan.model import Plan, Step
 
-NARROW_BELOW = 120  # columns
-PLAN_WIDTH, PLAN_WIDTH_NARROW = "45%", "55%"
 # The right-hand tab panes (built lazily, so the App knows them only by place): StepSelected and
 # PlanReloaded go to each; a HiddenPane placeholder has no handler and ignores them.
 TAB_PANES = "#logs ContentSwitcher > Vertical > *"
@@ -97,20 +95,13 @@ class ConsoleApp(App[int]):
         return " · ".join(parts)
 
     def on_resize(self, event: events.Resize) -> None:
-        self._fit_width(event.size.width)
-
-    def _fit_width(self, width: int) -> None:
-        """The Plan pane takes more of a narrow terminal. Set on the one widget rather than through a
-        breakpoint class on the Screen, which restyles every widget (~40 ms before the first frame)."""
-        left = self.query_one("#left")
-        if zoom.zoomed(self) in ("plan", "step-info"):
-            left.styles.width = "100%"
-        else:
-            left.styles.width = PLAN_WIDTH_NARROW if width < NARROW_BELOW else PLAN_WIDTH
+        fit.columns(self, event.size.width)
+        fit.detail_rows(self, event.size.height)
+        self.call_after_refresh(fit.gpu_cap, self)
 
     def on_mount(self) -> None:
         self.title = f"eagle-console · {self.ctx.plan.id}"
-        self._fit_width(self.size.width)
+        fit.columns(self, self.size.width)
         # The first frame shows the journal's statuses, not a tree of "pending" that corrects itself later.
         self.plan_pane.focus()
         self._show_snapshot(read_snapshot(self.ctx.journal))
@@ -225,6 +216,13 @@ class ConsoleApp(App[int]):
     def _place_toasts(self) -> None:
         if not self._shutting_down():
             toasts.place(self)
+            fit.gpu_cap(self)  # the Detail line or the Step pane changed size: so may have the columns
+
+    def push_screen(self, *args: Any, **kwargs: Any) -> Any:
+        """A dialog has a toast rack of its own, which the toasts move to: place it as the main screen's."""
+        result = super().push_screen(*args, **kwargs)
+        self.call_after_refresh(self._place_toasts)
+        return result
 
     def _fit_toasts(self) -> None:
         if not self._shutting_down():
@@ -441,7 +439,8 @@ class ConsoleApp(App[int]):
     def action_zoom(self) -> None:
         """z: GPUs alone, then the log tabs, the plan, the step, then every pane again."""
         zoom.zoom(self, zoom.next_zoom(zoom.zoomed(self)))
-        self._fit_width(self.size.width)
+        fit.columns(self, self.size.width)
+        fit.gpu_cap(self)
 
     def action_help(self) -> None:
         from eagle_console.tui.commands import palette_entries
@@ -453,7 +452,7 @@ class ConsoleApp(App[int]):
     # q: quit, saying what keeps running
 
     async def action_quit(self) -> None:
-        self._in_thread(workers.quit_line, self.ctx.engine, group="quit")
+        self._in_thread(workers.quit_line, self.ctx.engine, self.ctx.runs_stop_on_quit, group="quit")
 
     @on(messages.QuitReady)
     def _quit_ready(self, message: messages.QuitReady) -> None:
@@ -470,9 +469,10 @@ class ConsoleApp(App[int]):
 
 
 def make_app(plan: Plan, journal: Journal, *, readonly: bool = False, sim_dir: Path | None = None,
-             state_dir_override: Path | None = None) -> ConsoleApp:
+             state_dir_override: Path | None = None, runs_stop_on_quit: bool = False) -> ConsoleApp:
     from eagle_console.journal.operator import CONSOLE_FACE
 
     journal.face = CONSOLE_FACE  # what this console writes says so (journal events' `face`)
-    ctx = ConsoleContext(plan_path=plan.path, plan=plan, journal=journal, sim_dir=sim_dir, readonly=readonly)
+    ctx = ConsoleContext(plan_path=plan.path, plan=plan, journal=journal, sim_dir=sim_dir, readonly=readonly,
+                         runs_stop_on_quit=runs_stop_on_quit)
     return ConsoleApp(ctx, state_dir_override)

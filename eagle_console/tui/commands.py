@@ -51,9 +51,10 @@ def palette_entries(app: PaletteHost, per_step: bool = True) -> list[Entry]:
             if step.action is not None:
                 entries.append((f"Run step {step.id} {step.title}", partial(app.confirm_and_start, step.id),
                                 "start it under a detached supervisor"))
-        for item in (*plan.phases, *plan.steps()):
-            entries.append((f"Roll back {item.id} {item.title}", partial(app.open_rollback, item.id),
-                            "lists what will be undone, in order, before anything happens"))
+        for kind, items in (("phase", plan.phases), ("step", plan.steps())):
+            for item in items:
+                entries.append((f"Roll back {kind} {item.id} {item.title}", partial(app.open_rollback, item.id),
+                                "lists what will be undone, in order, before anything happens"))
     for fmt in EXPORT_SUFFIX:  # the formats ops.export writes
         entries.append((f"Export plan ({fmt})", partial(app.export_plan, fmt),
                         "write the plan with its statuses beside the state dir"))

@@ -24,6 +24,9 @@ class ConsoleContext:
     journal: Journal
     sim_dir: Path | None = None
     readonly: bool = False
+    # The demo stops every run when its console closes: `q` must not say they keep running (the demo says
+    # what it stopped instead).
+    runs_stop_on_quit: bool = False
     selected_step_id: str | None = None
     # The GPU pane's latest reading (an ops.GpuReading), set on the event loop: the NCCL pane weighs
     # its hang check with it instead of looking the GPU pane up in the DOM.

@@ -63,12 +63,14 @@ def node_label(item_id: str, title: str, status: str, priority: str, *, width: i
 FINDING_STYLE = {"error": "ec.error.bold", "warning": "ec.warn"}
 
 
-def findings_text(findings: list[dict[str, Any]], width: int, severity: bool = False) -> Text:
-    """One line per finding (`Finding.to_json` dicts), styled by severity; the message cut to `width`."""
+def findings_text(findings: list[dict[str, Any]], width: int | None, severity: bool = False) -> Text:
+    """One line per finding (`Finding.to_json` dicts), styled by severity; the message cut to `width` cells
+    (None: whole, wrapped by the pane)."""
     out = Text()
     for f in findings:
         head = f"{f['severity'].upper()} {f['code']}" if severity else f["code"]
-        out += Text(f"\n{head}: {cells.cut(f['message'], width)}", style=tstyle(FINDING_STYLE.get(f["severity"], "dim")))
+        message = f["message"] if width is None else cells.cut(f["message"], width)
+        out += Text(f"\n{head}: {message}", style=tstyle(FINDING_STYLE.get(f["severity"], "dim")))
     return out
 
 

@@ -7,17 +7,37 @@ from __future__ import annotations
 from typing import Any
 
 MIN_TOAST_ROWS = 3  # when the Step pane is zoomed away, toasts still get this much
+ZOOMED_WIDTH = 0.44  # of the screen, when the left column is zoomed away
+
+
+def width(app: Any) -> int:
+    """Cells a toast takes: the Step pane's width inside its borders, so that a toast covers the pane's
+    text whole (a narrower toast left the ends of the lines under it standing beside it: `rafte`)."""
+    left = app.detail.screen.query_one("#left")  # the main screen's, under a dialog too
+    if left.display and left.outer_size.width > 2:
+        return left.outer_size.width - 2
+    return max(20, int(app.size.width * ZOOMED_WIDTH))
+
+
+def racks(app: Any) -> list[Any]:
+    """Every screen's toast rack: the toasts show in the top screen's, a dialog's too (its rack kept
+    Textual's defaults: toasts over the Detail line, as wide as the screen)."""
+    return [rack for screen in app.screen_stack for rack in screen.query("ToastRack")]
 
 
 def place(app: Any) -> None:
-    """Lift the rack above the Detail line and the key line, then fit the stack."""
+    """Lift the racks above the Detail line and the key line, size them to the Step pane, then fit the stack
+    (again once laid out: a toast mounted a moment ago has no height yet, and was not counted)."""
     bars = app.query("KeyBar")
     if not bars or not app.detail.is_mounted:  # the app is being torn down (a late ToastRoomChanged): nothing to place
         return
     below = app.detail.outer_size.height + bars.first().outer_size.height
-    for rack in app.detail.screen.query("ToastRack"):  # the main screen's, even under a dialog
+    cells = width(app)
+    for rack in racks(app):
         rack.styles.margin = (0, 0, below, 1)
+        rack.styles.width = cells
     fit(app)
+    app.call_after_refresh(app._fit_toasts)
 
 
 def fit(app: Any) -> None:
@@ -25,15 +45,16 @@ def fit(app: Any) -> None:
     usual). Hidden, not removed: the rack would mount a removed one again."""
     info = app.step_info
     room = max(MIN_TOAST_ROWS, info.outer_size.height if info.display else 0)
-    used = 0
-    for holder in reversed(list(app.detail.screen.query("ToastRack > ToastHolder"))):
-        # the holder is invisible and unsized: its toast has the height
-        used += sum(toast.outer_size.height for toast in holder.children) if holder.display else 0
-        if holder.display and used > room:
-            holder.display = False
+    for rack in racks(app):
+        used = 0
+        for holder in reversed(list(rack.query("ToastHolder"))):
+            # the holder is invisible and unsized: its toast has the height
+            used += sum(toast.outer_size.height for toast in holder.children) if holder.display else 0
+            if holder.display and used > room:
+                holder.display = False
 
 
 def after_notify(app: Any, fit_later: Any) -> None:
     """Queued on each rack after its own `show` (which mounts the new toast): fit once laid out."""
-    for rack in app.detail.screen.query("ToastRack"):
+    for rack in racks(app):
         rack.call_later(app.call_after_refresh, fit_later)

@@ -59,7 +59,11 @@ def plan_rollback(post: Post, engine: Engine, target: str) -> None:
         post(messages.RollbackPlanned(choice))
 
 
-def quit_line(post: Post, engine: Engine) -> None:
+def quit_line(post: Post, engine: Engine, runs_stop: bool = False) -> None:
+    """`runs_stop`: the demo stops its runs when the console closes, and says so itself."""
+    if runs_stop:
+        post(messages.QuitReady(None))
+        return
     try:
         line = steps.keep_running_line(steps.running_runs(engine))
     except Exception as exc:  # quitting must always work
@@ -80,7 +84,8 @@ class Notices:
             if events:
                 self._seen = max(e.id for e in events)
         for event in events:
-            notice = notices.event_notice(ctx.plan, event, CONSOLE_HINTS)
+            run = ctx.journal.run(event.run_id) if event.kind == EventKind.RUN_EXIT and event.run_id else None
+            notice = notices.event_notice(ctx.plan, event, CONSOLE_HINTS, run.kind if run is not None else None)
             if notice:  # a request for approval stays up longer: someone has to answer it
                 timeout = 8 if notice[1] == "error" else 30 if event.kind == EventKind.APPROVAL_ASKED else 4
                 post(messages.OpDone(notice[0], notice[1], timeout))

@@ -8,15 +8,23 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from textual.app import App
+    from textual.screen import Screen
 
 # In the order `z` visits them: what a short screen cuts first.
 ZOOM_ORDER = ("gpus", "logs", "plan", "step-info")
 ZOOM_CLASS, ZOOMED = "-zoom", "-zoomed"
 
 
+def main_screen(app: App) -> Screen:
+    """The console's own screen, under any dialog (App.query asks the top screen, a dialog's)."""
+    return app.screen_stack[0]
+
+
 def zoomed(app: App) -> str | None:
     """The id of the pane shown alone, or None."""
-    found = app.query(f"#main .column > .{ZOOMED}")
+    if not app.screen_stack:  # the app is closing
+        return None
+    found = main_screen(app).query(f"#main .column > .{ZOOMED}")
     return found.first().id if found else None
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from eagle_console.engine.builtins.base import ActionContext, Builtin, BuiltinError
+from eagle_console.figures import format_value
 
 KNOWN = {"url", "requests", "max_new_tokens", "prompt", "prompts_file", "baseline_tok_s", "chat"}
 
@@ -84,18 +85,21 @@ class SglangBench(Builtin):
                 ctx.result(name, value)
         if r.failed:
             ctx.result("failed", r.failed)
-        # the 82 tok/s baseline is a decode speed: compare decode speed with it, not end-to-end tok/s
+        # the 82 tok/s baseline is a decode speed: compare decode speed with it, not end-to-end tok/s; every
+        # figure said with what it is, and the % as the Results pane computes it (one decimal)
         speed = r.decode_tok_s if r.decode_tok_s is not None else r.tok_s
+        measured = (f"decode_tok_s {format_value(speed)}" if r.decode_tok_s is not None
+                    else f"tok_s {format_value(speed)} end-to-end (no decode figure)")
+        end_to_end = f"tok_s {format_value(r.tok_s)} end-to-end (prefill included)"
         baseline = a.get("baseline_tok_s", ctx.baseline.get("tok_s"))
         if baseline:
             speedup = speed / float(baseline)
             ctx.result("baseline_tok_s", float(baseline))
             ctx.result("speedup", round(speedup, 3))
-            ctx.say(f"{speed:.1f} decode tok/s ({r.tok_s:.1f} end to end) vs baseline {float(baseline):.1f} "
-                    f"tok/s: {speedup:.2f}x ({(speedup - 1) * 100:+.0f}%)")
+            ctx.say(f"{measured} vs {format_value(float(baseline))} baseline (a decode speed): speedup "
+                    f"{speedup:.2f}x ({(speedup - 1) * 100:+.1f}%) · {end_to_end}")
         else:
-            ctx.say(f"{speed:.1f} decode tok/s, {r.tok_s:.1f} end to end "
-                    "(no baseline: set plan.baseline.tok_s or with.baseline_tok_s)")
+            ctx.say(f"{measured} · {end_to_end} · no baseline: set plan.baseline.tok_s or with.baseline_tok_s")
         if r.failed:
             ctx.say(f"{r.failed} of {r.failed + r.requests} requests failed; figures are from the others")
             return 1

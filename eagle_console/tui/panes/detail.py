@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.widgets import Static
@@ -12,7 +12,7 @@ from textual.widgets import Static
 from eagle_console.journal.status import plan_statuses, unmet_needs
 from eagle_console.ops.console import drafter_actions, drafter_inputs_stamp, drafter_lines
 from eagle_console.plan.safe_text import printable
-from eagle_console.tui.cells import ellipsise
+from eagle_console.tui.cells import ELLIPSIS, ellipsise
 from eagle_console.tui.labels import rollback_label
 from eagle_console.tui.messages import ToastRoomChanged
 from eagle_console.tui.panes._logview import Poller
@@ -22,6 +22,22 @@ if TYPE_CHECKING:
     from eagle_console.tui.live import Snapshot
 
 DRAFTER_POLL_S = 1.0  # the verdict is right within ~1 s of a fix or a rollback
+ROWS, ROWS_SHORT = 5, 4  # the most rows the line takes; on a short screen (the App says) fewer: each one is the
+# GPU pane's or the log tabs' (issue 32: a five-row Detail line left the GPU pane no holder row at 80x24)
+
+
+def fit_rows(text: Text, width: int, rows: int, console: Any) -> Text:
+    """`text` wrapped to `width`, at most `rows` rows, the last ending with … when some were left out: a
+    cut is said, never a sentence that just stops."""
+    lines = text.wrap(console, width)
+    if len(lines) <= rows:
+        return text
+    kept = list(lines)[:rows]
+    last = kept[-1]
+    last.rstrip()
+    last.truncate(max(0, width - 1))
+    last.append(ELLIPSIS)
+    return Text("\n").join(kept)
 
 
 def _person(who: str | None, face: str | None) -> str:
@@ -120,6 +136,7 @@ class DetailLine(Static):
         self._extra: dict[str, list[str]] = {}
         self._last: tuple | None = None
         self._drafter_key: tuple | None = None
+        self.rows = ROWS
         self.poller = Poller(self, refresh_s, self._read_drafter, self._drafter_read, name="drafter-poll")
 
     def on_mount(self) -> None:
@@ -138,10 +155,18 @@ class DetailLine(Static):
         self._last = (plan, item_id, snap)
         if moved:  # a new step or plan: its report now, not at the next poll
             self.poller.poke()
-        text = describe(plan, item_id, snap, self.content_size.width or None)
+        width = self.content_size.width or None
+        text = describe(plan, item_id, snap, width)
         for line in self._extra.get(item_id or "", []):
             text.append("\n" + line, style="italic")
-        self.update(text)
+        self.update(fit_rows(text, width, self.rows, self.app.console) if width else text)
+
+    def fit(self, rows: int) -> None:
+        """The App's cap for this screen's height."""
+        if rows != self.rows:
+            self.rows = rows
+            if self._last is not None:
+                self.show(*self._last)
 
     def show_extra(self, item_id: str, lines: list[str]) -> None:
         self._extra[item_id] = lines

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from eagle_console.tui.context import ConsoleContext
 
 REFRESH_S = 1.0
+NO_WATCH = "no step of this plan watches an extraction (a step's `watch = { extraction = {…} }`)"
 
 
 def watched_step(plan: Plan, selected: str | None) -> Step | None:
@@ -96,7 +97,7 @@ class ExtractionPane(Vertical):
     def compose(self):
         # the key figures first: the warning's detail and the bar come under them (issue #17: at 80x24 the
         # warning on top pushed rate, ETA and size off the pane)
-        yield QuietStatic("no extraction step in this plan", id="ex-title", markup=False)
+        yield QuietStatic(NO_WATCH, id="ex-title", markup=False)
         yield QuietStatic("", id="ex-figures", markup=False)
         yield QuietStatic("", id="ex-warning", markup=False)  # paths and log text: never markup
         yield ProgressBar(total=None, show_eta=False, id="ex-bar")
@@ -153,16 +154,18 @@ class ExtractionPane(Vertical):
         title = self.query_one("#ex-title", Static)
         warning = self.query_one("#ex-warning", Static)
         if r is None:
-            title.update("no extraction step in this plan")
+            title.update(NO_WATCH)
             warning.remove_class("-shown")
             return
         step = self.ctx.plan.step(step_id) if step_id else None
-        title.update(f"{step_id} {step.title if step else ''}")
+        where = f" · on node {step.node}" if step is not None and step.node else ""
+        title.update(f"{step_id} {step.title if step else ''}{where}")
         bar = self.query_one("#ex-bar", ProgressBar)
         bar.update(total=r["total"], progress=r["done"])
         self.query_one("#ex-figures", Static).update(figures_text(r))
-        if r.get("warnings"):
-            warning.update("DOES NOT FIT: " + " · ".join(r["warnings"]))
+        if r.get("warnings"):  # once finished it is a fact about the files, not a forecast
+            finished = r.get("summary") is not None or (r.get("total") is not None and r["done"] >= r["total"])
+            warning.update(("" if finished else "DOES NOT FIT: ") + " · ".join(r["warnings"]))
             warning.add_class("-shown")
         else:
             warning.remove_class("-shown")

@@ -20,6 +20,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Input
 
+from eagle_console.figures import counted
 from eagle_console.tui.cells import cells, pad, window
 from eagle_console.tui.panes._logview import QuietStatic
 from eagle_console.tui.panes.wraprows import WrapRows, rows_of, wrapped
@@ -303,11 +304,11 @@ class LogView(Vertical):
     def _show_status(self) -> None:
         """State first, the path last: a narrow pane cuts the path, never whether it follows, the filter or
         the counts (at 80 columns the line has ~36 cells)."""
-        parts = ["following" if self.following else f"PAUSED: {self.waiting} new lines"]
+        parts = ["following" if self.following else f"PAUSED: {counted(self.waiting, 'new line')}"]
         if self.filter_text:  # `/^late/ 2/4 lines`: the filter as `/` typed it, with what it lets through
-            parts.append(f"/{self.filter_text}/ {len(self.body.lines)}/{len(self.buffer)} lines")
+            parts.append(f"/{self.filter_text}/ {len(self.body.lines)}/{counted(len(self.buffer), 'line')}")
         else:
-            parts.append(f"{len(self.buffer)} lines")
+            parts.append(counted(len(self.buffer), "line"))
         parts.append("f pauses" if self.following else "f follows")
         parts.append(self.source or "no log")
         self.status.update(" · ".join(parts))

@@ -26,7 +26,12 @@ def gpu_busy_from(reading: Any) -> bool | None:
     return max(utils) >= BUSY_PCT
 
 
+LEGEND = "P=P2P S=SHM N=NET C=COLLNET .=none (GPU pairs: src row → dst column)"
+
+
 def nccl_text(summary: dict[str, Any]) -> Text:
+    """What a short pane must keep first: the header (counts in GPU pairs, the findings' unit), then the
+    findings whole (a 200-cell cut ended one mid-word), then env, the legend and the matrix under it."""
     from eagle_console.parse.nccl_matrix import format_matrix
 
     ranks, done = summary.get("ranks"), summary.get("init_complete", 0)
@@ -41,16 +46,17 @@ def nccl_text(summary: dict[str, Any]) -> Text:
     hosts = summary.get("hosts") or []
     if hosts:
         out += Text(f" · {len(hosts)} host{'s' if len(hosts) != 1 else ''}")
-    counts = {k: v for k, v in (summary.get("transports") or {}).items() if v}
+    counts = {k: v for k, v in (summary.get("transport_pairs") or {}).items() if v}
     if counts:
-        out += Text(" · " + " ".join(f"{k} {v}" for k, v in counts.items()))
+        out += Text(" · GPU pairs: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    out += findings_text(summary.get("findings", []), None, severity=True)
     env = summary.get("env") or {}
     if env:
         out += Text("\nenv " + " ".join(f"{k}={v}" for k, v in sorted(env.items())), style=tstyle("ec.info"))
     matrix = format_matrix(summary, max_ranks=16) if summary.get("pairs") else []
     if matrix:
-        out += Text("\n" + "\n".join(matrix) + "\nP=P2P S=SHM N=NET C=COLLNET .=none", style="")
-    return out + findings_text(summary.get("findings", []), 200, severity=True)
+        out += Text(f"\n{LEGEND}", style="dim") + Text("\n" + "\n".join(matrix))
+    return out
 
 
 class NcclPane(ServiceLogPane):
@@ -59,7 +65,7 @@ class NcclPane(ServiceLogPane):
     BORDER_TITLE = "NCCL"
     DEFAULT_CSS = """
     NcclPane { height: 1fr; }
-    NcclPane > .follow-head { height: auto; max-height: 60%; padding: 0 1; }
+    NcclPane > .follow-head { height: auto; max-height: 80%; padding: 0 1; }  /* the findings over the raw lines */
     """
 
     def __init__(self, ctx: Any, **kwargs) -> None:

@@ -12,6 +12,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 from eagle_console.figures import format_value
+from eagle_console.result_names import baseline_key, measured_by, short_label
 from eagle_console.tui.cells import ellipsise
 from eagle_console.tui.messages import PlanReloaded, TabShown
 from eagle_console.tui.panes._logview import HIDDEN_S, Poller
@@ -50,36 +51,74 @@ def _add_columns(table: DataTable) -> None:
         table.add_column(label, key=key)
 
 
+def _run_names(results: list[Result]) -> dict[tuple[str, int | None], set[str]]:
+    """The names each run (step, run id) recorded: whether a tok_s has a decode_tok_s beside it."""
+    out: dict[tuple[str, int | None], set[str]] = {}
+    for r in results:
+        out.setdefault((r.step_id, r.run_id), set()).add(r.name)
+    return out
+
+
+def compared(r: Result, baseline: dict[str, float], names: set[str]) -> tuple[float | None, str, str]:
+    """(the baseline value, delta, style) of result `r`, by the baseline key it is measured against."""
+    key = baseline_key(r.name, names)
+    if key is None or key not in baseline:
+        return None, "", ""
+    d, style = delta(key, r.value, baseline)
+    return baseline[key], d, style
+
+
 def rows(results: list[Result], baseline: dict[str, float], name_cells: int | None = None) -> list[tuple]:
     """Table rows; every cell is Text, since DataTable parses a str cell as markup (a step's `::result r=[/]`
-    crashed every console opened on its journal)."""
+    crashed every console opened on its journal). A wide table says what tok_s, decode_tok_s and speedup are."""
+    names = _run_names(results)
     out = []
     for r in results:
         value = format_value(r.value)
-        d, style = delta(r.name, r.value, baseline)
-        base = baseline.get(r.name)
-        out.append((Text(r.step_id), Text(short_name(r.name, name_cells)), Text(value),
+        base, d, style = compared(r, baseline, names[(r.step_id, r.run_id)])
+        name = Text(short_name(r.name, name_cells))
+        label = short_label(r.name)
+        if label and name_cells is None:
+            name.append(f" {label}", style="dim")
+        out.append((Text(r.step_id), name, Text(value),
                     Text("" if base is None else format_value(base)), Text(d, style=tstyle(style)),
                     Text(time.strftime("%H:%M:%S", time.localtime(r.at)))))
     return out
 
 
 def headline(results: list[Result], baseline: dict[str, float]) -> Text:
-    """The latest value of each baselined figure, and of accept length: what the operator came to see."""
+    """The latest value of each baselined figure, and of accept length: what the operator came to see. The
+    baseline's tok_s is a decode speed: decode_tok_s is shown against it when there is one, end-to-end
+    tok_s beside it, each labelled (they were one unlabelled `tok_s +13.1%` beside a log saying +16%)."""
     latest = {r.name: r for r in results}
     parts = Text()
-    for name in [*baseline, "accept_length"]:
-        r = latest.get(name)
-        if r is None or (name == "accept_length" and name in baseline):
-            continue
+
+    def add(r: Result, base: float | None = None, key: str | None = None) -> None:
         if parts:
             parts.append("  ·  ")
-        parts.append(f"{name} {format_value(r.value)}", style="bold")
-        d, style = delta(name, r.value, baseline)
-        if d:
-            parts.append(f" vs {format_value(baseline[name])} baseline ")
+        parts.append(f"{r.name} {format_value(r.value)}", style="bold")
+        label = short_label(r.name)
+        if label:
+            parts.append(f" {label}")
+        d, style = delta(key, r.value, baseline) if key is not None else ("", "")
+        if base is not None and d:
+            parts.append(f" vs {format_value(base)} baseline ")
             parts.append(d, style=tstyle(style))
         parts.append(f" ({r.step_id})", style="dim")
+
+    shown: set[str] = set()
+    for key in baseline:
+        name = measured_by(key, latest)
+        r = latest.get(name)
+        if r is None:
+            continue
+        add(r, baseline[key], key)
+        shown.add(name)
+        if name != key and key in latest:  # end-to-end tok_s, labelled, beside the decode figure
+            add(latest[key])
+            shown.add(key)
+    if "accept_length" in latest and "accept_length" not in shown:
+        add(latest["accept_length"])
     return parts
 
 

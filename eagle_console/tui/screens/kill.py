@@ -22,6 +22,7 @@ from textual.widgets import DataTable, Static
 
 from eagle_console.node.gpus.unseen import unseen_notes
 from eagle_console.ops import KillRecord, memory_by_gpu
+from eagle_console.tui.cells import ellipsise
 from eagle_console.tui.panes.gpu_rows import holder_command
 from eagle_console.tui.screens.kill_text import left_text, remote_text, result_text, row_key
 from eagle_console.tui.theme import tstyle
@@ -42,6 +43,7 @@ STATE_KEYS: dict[str, str] = {
     "done": "enter / esc close",
 }
 TABLE_ROWS = 16  # the most the holders table takes; fewer when the terminal is short (`_fit`)
+DIALOG_CELLS = 110  # the dialog's width (KillScreen's CSS), less on a narrower screen
 
 
 class KillScreen(ModalScreen[KillRecord | None]):
@@ -194,16 +196,15 @@ class KillScreen(ModalScreen[KillRecord | None]):
                 elif h.pid in ticked:
                     self.selected.add(key)
         table = self.query_one(DataTable)
-        for node, h in self.rows:
-            key = row_key(node, h.pid)
+        cells = [(row_key(node, h.pid), ",".join(map(str, h.gpus)) or "-",
+                  f"{h.used_mib:.0f}" if h.used_mib is not None else "fd", h.cls, h.owner or "—") for node, h in self.rows]
+        room = self._command_cells(cells)
+        for (_node, h), (key, gpus, mib, cls, owner) in zip(self.rows, cells, strict=True):
             why = self.refused_rows.get(key)
-            cmd = holder_command(h, 50)
-            if why:
-                cmd = f"✗ {why} · {holder_command(h, 40)}"
+            cmd = ellipsise(f"✗ {why} · {holder_command(h, room)}" if why else holder_command(h, room), room)
             style = tstyle("ec.error.bold") if h.cls == "orphan" else "dim" if why else ""
-            table.add_row(self._mark(key), Text(key, style=style), ",".join(map(str, h.gpus)) or "-",
-                          f"{h.used_mib:.0f}" if h.used_mib is not None else "fd", Text(h.cls, style=style),
-                          Text(h.owner or "—"), Text(cmd, style=style), key=key)
+            table.add_row(self._mark(key), Text(key, style=style), gpus, mib, Text(cls, style=style),
+                          Text(owner), Text(cmd, style=style), key=key)
         self.state = "choosing"
         by_gpu = memory_by_gpu(holders)
         mem = ", ".join(f"GPU {g}: {mib:.0f} MiB" for g, mib in sorted(by_gpu.items())) or "no GPU memory held"
@@ -225,6 +226,18 @@ class KillScreen(ModalScreen[KillRecord | None]):
             summary += " · " + "; ".join(unreachable)
         self.query_one("#kill-summary", Static).update(summary)
         self._show_plan()
+
+    def _command_cells(self, cells: list[tuple[str, ...]]) -> int:
+        """What the COMMAND column has left of the dialog's width once the other columns are as wide as their
+        widest cell: a command was cut at 50 cells whatever the width (room to spare at 120 columns, and
+        past the dialog's edge at 80)."""
+        dialog = min(DIALOG_CELLS, self.size.width) - 4  # its border and padding
+        widths = [3] + [max([len(head), *(len(row[i]) for row in cells)]) for i, head in
+                        enumerate(("PID", "GPU", "MiB", "CLASS", "OWNER"))]
+        # each column's padding (DataTable: one cell each side), and the vertical scrollbar when the rows will
+        # not all show (the dialog's other lines take about 12 rows)
+        scrollbar = 2 if len(cells) + 1 > min(TABLE_ROWS, self.size.height - 12) else 0
+        return max(20, dialog - sum(widths) - 2 * (len(widths) + 1) - scrollbar)
 
     def _mark(self, key: str) -> Text:
         if key in self.refused_rows:

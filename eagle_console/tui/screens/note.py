@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Input, Label
+from textual.widgets import Input, Label, Static
 
 
 class NoteScreen(ModalScreen["str | None"]):
@@ -19,7 +19,9 @@ class NoteScreen(ModalScreen["str | None"]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Label(f"Note on {self.step_id} — {self.step_title}", id="dialog-title", markup=False)
-            yield Input(placeholder="a decision or an observation — Enter to save, Esc to cancel", id="note")
+            # the keys on their own line: in the placeholder they were cut (`Esc to cance`) by the input's width
+            yield Input(placeholder="a decision or an observation", id="note")
+            yield Static("Enter save · Esc cancel", classes="hint", id="dialog-keys")
 
     def on_mount(self) -> None:
         self.query_one("#note", Input).focus()

@@ -49,7 +49,8 @@ class RollbackScreen(ModalScreen["bool | None"]):
             yield Static("Enter roll back · c with/without dependents · Esc cancel", id="dialog-keys")
 
     def _title_text(self) -> str:
-        return f"Roll back {self.choice.target}{'  with its dependents' if self.cascade else ''}, in this order:"
+        what = f"phase {self.choice.target}" if self.choice.phase else self.choice.target
+        return f"Roll back {what}{' with its dependents' if self.cascade else ''}, in this order:"
 
     @property
     def order_plain(self) -> str:
