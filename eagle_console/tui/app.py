@@ -7,7 +7,6 @@ widget change. Keys that change something go through `eagle_console.ops` in thre
 
 from __future__ import annotations
 
-import gc
 import os
 import socket
 import sys
@@ -121,16 +120,7 @@ class ConsoleApp(App[int]):
         last_id = self.snapshot.event_id if self.snapshot is not None else None  # on_mount read it
         self._in_thread(workers.poll, self.ctx, last_id, self.state_dir_override, group="poll", exclusive=True)
         self.call_after_refresh(mount_hidden_panes, self)
-        self.set_timer(0.5, self._settle_gc)
-
-    @staticmethod
-    def _settle_gc() -> None:
-        """`open_console` runs the startup with the cyclic GC off: collect once, now that the first screen
-        is up, keep what survived out of later collections, and collect as usual from here on."""
-        if not gc.isenabled():
-            gc.collect()
-            gc.freeze()
-            gc.enable()
+        self.set_timer(0.5, fit.settle_gc)
 
     def _tick(self) -> None:
         if self.snapshot and any(s.status == "in_progress" for s in self.snapshot.states.values()):
@@ -347,29 +337,10 @@ class ConsoleApp(App[int]):
 
         self.push_screen(NoteScreen(step.id, step.title), done)
 
-    # a: answer an agent's request (ops/approvals.py)
+    def action_approve(self) -> None:  # a: answer an agent's request (ops/approvals.py)
+        from eagle_console.tui.screens.approve import ask_approval
 
-    def action_approve(self) -> None:
-        from eagle_console.ops import approvals
-        from eagle_console.tui.screens.approve import ApprovalScreen
-
-        waiting = list(self.snapshot.approvals) if self.snapshot else []
-        req = self.snapshot.awaiting(self.ctx.selected_step_id) if self.snapshot else None
-        req = req or (waiting[0] if waiting else None)  # the selected step's, else the oldest
-        if req is None:
-            self.notify("no request awaits approval", severity="warning")
-            return
-
-        def answered(answer: tuple[bool, str | None] | None) -> None:
-            if answer is not None:
-                self._in_thread(workers.run_op, _decide, self.ctx.engine, req.id, *answer, self.ctx.sim_dir)
-
-        def _decide(engine: Any, request_id: int, approve: bool, note: str | None, sim_dir: Any) -> str:
-            return approvals.outcome_text(approvals.decide(engine, request_id, approve, note, sim_dir))
-
-        if req.target:
-            self._select(req.target)
-        self.push_screen(ApprovalScreen(req, len(waiting)), answered)
+        ask_approval(self)
 
     # u: roll back the selected step or phase
 

@@ -42,3 +42,14 @@ def gpu_cap(app: Any) -> None:
     now = app.gpus.styles.inline.max_height
     if (now.value if now is not None else None) != cap:  # setting a style, even the same, lays the screen out
         app.gpus.styles.max_height = cap
+
+
+def settle_gc() -> None:
+    """`open_console` runs the startup with the cyclic GC off: collect once, now that the first screen is up,
+    keep what survived out of later collections, and collect as usual from here on."""
+    import gc
+
+    if not gc.isenabled():
+        gc.collect()
+        gc.freeze()
+        gc.enable()

@@ -3,7 +3,7 @@ it touches — then approve (it starts now, from this console) or deny (nothing 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -59,3 +59,29 @@ class ApprovalScreen(ModalScreen["tuple[bool, str | None] | None"]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+def ask_approval(app: Any) -> None:
+    """`a`: answer the selected step's request (else the oldest) on this screen; the decision is carried
+    out off the event loop (ops/approvals.py) and said as the app's other operations are."""
+    from eagle_console.ops import approvals
+    from eagle_console.tui import workers
+
+    snapshot = app.snapshot
+    waiting = list(snapshot.approvals) if snapshot else []
+    req = snapshot.awaiting(app.ctx.selected_step_id) if snapshot else None
+    req = req or (waiting[0] if waiting else None)  # the selected step's, else the oldest
+    if req is None:
+        app.notify("no request awaits approval", severity="warning")
+        return
+
+    def decide(engine: Any, request_id: int, approve: bool, note: str | None, sim_dir: Any) -> str:
+        return approvals.outcome_text(approvals.decide(engine, request_id, approve, note, sim_dir))
+
+    def answered(answer: tuple[bool, str | None] | None) -> None:
+        if answer is not None:
+            app._in_thread(workers.run_op, decide, app.ctx.engine, req.id, *answer, app.ctx.sim_dir)
+
+    if req.target:
+        app._select(req.target)
+    app.push_screen(ApprovalScreen(req, len(waiting)), answered)
