@@ -62,7 +62,9 @@ class Rank(NamedTuple):
     pp: str | None
 
     def label(self) -> str:
-        parts = [f"{k}{v}" for k, v in (("dp", self.dp), ("tp", self.tp), ("pp", self.pp)) if v is not None]
+        """`tp0`, `dp1·tp2`, `tp0·pp1`: pipeline stage 0 goes unsaid; `all` for a server without rank labels."""
+        parts = [f"{k}{v}" for k, v in (("dp", self.dp), ("tp", self.tp), ("pp", self.pp))
+                 if v is not None and not (k == "pp" and v == "0")]
         return "·".join(parts) or "all"
 
 
