@@ -75,3 +75,60 @@ def test_missing_ranks():
     f = missing_ranks({"tp0", "tp1", "tp2", "tp3"}, {"tp0", "tp2"}, "--enable-metrics-for-all-schedulers with tp 4")
     assert f is not None and f.code == "RANK_METRICS_MISSING" and "tp1, tp3" in f.message
     assert missing_ranks({"tp0"}, {"tp0", "tp1"}, "") is None
+
+
+# ---- the same alarms from the server log (`server-log`, the Server pane) -------------------------------------
+
+def decode_line(second: int, accept: float, tput: float, usage: float = 0.01, running: int = 1) -> str:
+    """A 0.5.23 decode log line (metrics_reporter.py:963-1043), as the capture of sglang#11948 lays it out."""
+    return (f"[2026-12-04 10:{second // 60:02d}:{second % 60:02d} TP0] Decode batch, #running-req: {running}, "
+            f"#token: 900, token usage: {usage:.2f}, accept len: {accept:.2f}, accept rate: 0.00, "
+            f"cuda graph: True, gen throughput (token/s): {tput:.2f}, #queue-req: 0")
+
+
+def test_server_log_raises_accept_length_one_and_below_baseline():
+    from eagle_console.parse.sglang_log import SglangLogParser
+
+    parser = SglangLogParser(baseline_tok_s=82.0)
+    parser.feed(decode_line(s, 1.0, 37.5) for s in range(15))
+    codes = {f.code: f for f in parser.findings()}
+    assert codes["ACCEPT_LENGTH_ONE"].severity == "error" and "14 s" in codes["ACCEPT_LENGTH_ONE"].message
+    assert "37.5 tok/s" in codes["BELOW_BASELINE"].message
+    assert "LOW_ACCEPT_LEN" not in codes  # the stronger finding says it
+    assert {f["code"] for f in parser.summary()["findings"]} >= {"ACCEPT_LENGTH_ONE", "BELOW_BASELINE"}
+
+
+def test_server_log_token_usage_high():
+    from eagle_console.parse.sglang_log import SglangLogParser
+
+    parser = SglangLogParser()
+    parser.feed([decode_line(0, 2.8, 410.0, usage=0.97, running=40)])
+    assert [f.code for f in parser.findings()] == ["TOKEN_USAGE_HIGH"]
+
+
+def test_real_eagle3_capture_raises_no_alarm():
+    """tests/data/sglang/sglang11948_eagle3_decode_tp0.txt (sglang#11948): accept len 1.8-2.2, a working drafter."""
+    from pathlib import Path
+
+    from eagle_console.parse.sglang_log import SglangLogParser
+
+    parser = SglangLogParser(baseline_tok_s=82.0)
+    parser.feed((Path(__file__).parent / "data" / "sglang" / "sglang11948_eagle3_decode_tp0.txt").read_text().splitlines())
+    assert not {"ACCEPT_LENGTH_ONE", "BELOW_BASELINE", "TOKEN_USAGE_HIGH"} & {f.code for f in parser.findings()}
+
+
+def test_server_log_command_json(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(decode_line(s, 1.0, 37.5) for s in range(15)) + "\n")
+    out = subprocess.run([sys.executable, "-m", "eagle_console", "server-log", str(log), "--json", "--baseline", "82"],
+                         capture_output=True, text=True, timeout=60)
+    doc = json.loads(out.stdout)
+    assert out.returncode == 1  # an error finding
+    assert {"ACCEPT_LENGTH_ONE", "BELOW_BASELINE"} <= {f["code"] for f in doc["findings"]}
+    text = subprocess.run([sys.executable, "-m", "eagle_console", "server-log", str(log)], capture_output=True,
+                          text=True, timeout=60).stdout
+    assert "ACCEPT_LENGTH_ONE" in text and "BELOW_BASELINE" not in text  # no baseline given
