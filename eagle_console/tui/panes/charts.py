@@ -14,7 +14,6 @@ from typing import Any, NamedTuple
 
 from textual_plotext import PlotextPlot
 
-
 MIN_SPAN_S = 60.0
 
 
