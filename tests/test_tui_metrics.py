@@ -66,3 +66,61 @@ def test_metrics_tab_at_80x24_is_sparklines(tmp_path):
             stop.set()
             loader.join(30)
             journal.close()
+
+
+RESULTS_PLAN = '''[plan]
+id = "r"
+title = "results"
+baseline = { tok_s = 82.0 }
+
+[[phase]]
+id = "0"
+title = "p"
+
+  [[phase.step]]
+  id = "0.4"
+  title = "bench"
+  run = "true"
+'''
+
+
+def test_results_tab_plots_each_run_against_the_baseline(tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(RESULTS_PLAN)
+    app, journal = open_app(plan)
+    for run, tok_s in ((1, 93.5), (2, 37.2), (3, 95.1)):  # the middle run: a silent drafter
+        journal.record_result("0.4", run, "tok_s", tok_s)
+        journal.record_result("0.4", run, "accept_length", 1.0 if tok_s < 50 else 2.6)
+
+    async def scenario(pilot):
+        from eagle_console.tui.panes.results_plot import RunsPlot
+
+        await pilot.press("5")
+        plot = await until(pilot, lambda: app.query(RunsPlot).first() if app.query(RunsPlot) else None,
+                           what="the runs plot")
+        await until(pilot, lambda: plot.chart.draws > 0, what="the runs chart drawn")
+        text = screen_text(app)
+        assert "tok/s per benchmark run · red 82 baseline" in text
+        assert text.count("●") == 3
+
+    try:
+        drive(app, scenario, size=(120, 60))
+    finally:
+        journal.close()
+
+    app, journal = open_app(plan)
+
+    async def small(pilot):
+        from eagle_console.tui.panes.results_plot import RunsPlot
+
+        await pilot.press("5")
+        plot = await until(pilot, lambda: app.query(RunsPlot).first() if app.query(RunsPlot) else None,
+                           what="the runs plot")
+        await until(pilot, lambda: plot.line.display, what="the one-row form at 80x24")
+        assert not plot.chart.display
+        assert "tok/s per run" in str(plot.line.render()) and "95.1 (baseline 82)" in str(plot.line.render())
+
+    try:
+        drive(app, small, size=(80, 24))
+    finally:
+        journal.close()

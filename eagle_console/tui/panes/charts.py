@@ -29,6 +29,7 @@ class Series(NamedTuple):
     label: str
     ys: Sequence[float | None]
     color: str = "cyan"
+    marker: str = "braille"  # plotext's: a line of braille dots; a character marks single points
 
 
 class Chart(PlotextPlot):
@@ -46,7 +47,7 @@ class Chart(PlotextPlot):
 
     def show(self, xs: Sequence[float], series: Sequence[Series], lines: Sequence[Line] = (),
              ylim: tuple[float, float] | None = None, xticks: Sequence[tuple[float, str]] | None = None) -> None:
-        data = (tuple(xs), tuple((s.label, tuple(s.ys), s.color) for s in series), tuple(lines), ylim,
+        data = (tuple(xs), tuple((s.label, tuple(s.ys), s.color, s.marker) for s in series), tuple(lines), ylim,
                 tuple(xticks) if xticks else None)
         if data == self._data:
             return
@@ -71,11 +72,11 @@ class Chart(PlotextPlot):
         if self._data is None:
             return
         xs, series, lines, ylim, xticks = self._data
-        for label, ys, color in series:
+        for label, ys, color, marker in series:
             pts = [(x, y) for x, y in zip(xs, ys, strict=False) if y is not None]
             if pts:
-                plt.plot([p[0] for p in pts], [p[1] for p in pts], label=label or None, color=color,
-                         marker="braille")
+                draw = plt.plot if marker == "braille" else plt.scatter  # a character: the points alone
+                draw([p[0] for p in pts], [p[1] for p in pts], label=label or None, color=color, marker=marker)
         for line in lines:
             plt.hline(line.y, line.color)
         if ylim is not None:
