@@ -44,6 +44,9 @@ EAGLE_SIM_STARTUP_S = "4"
 NCCL_DEBUG = "INFO"
 NCCL_PROTO = "LL"
 NCCL_ALGO  = "Ring"
+# Uncomment, then roll back and run 0.3 again: the drafter loads but none of its tokens are accepted (as with
+# a d2t from another vocabulary); nothing in the log says so, the Metrics tab's ACCEPT_LENGTH_ONE alarm does.
+# EAGLE_SIM_ACCEPT = "none"
 
 [[phase]]
 id = "0"
@@ -87,7 +90,7 @@ priority = "high"
     port = "${{port}}"
     python = "${{python}}"
     speculative = {{ algorithm = "EAGLE3", num_steps = 2, eagle_topk = 1, num_draft_tokens = 3 }}
-    args = ["--trust-remote-code"]
+    args = ["--trust-remote-code", "--enable-metrics"]
 
   [[phase.step]]
   id = "0.4"
