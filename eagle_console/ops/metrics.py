@@ -308,10 +308,9 @@ def describe(doc: Mapping[str, Any]) -> str:
     if tput is not None:
         vs = f" ({(tput - base) / base * 100:+.1f}% vs {base:g})" if base else ""
         parts.append(f"decode {tput:.1f} tok/s{vs}")
-    accept = doc.get("accept_length")
-    if accept is not None:
-        ceiling = doc.get("num_draft_tokens")
-        parts.append(f"accept {accept:.2f}" + (f"/{ceiling}" if ceiling else ""))
+    accept, ceiling = doc.get("accept_length"), doc.get("num_draft_tokens")
+    if accept is not None or ceiling:  # speculative: the accept length once a decode window was logged
+        parts.append(f"accept {'—' if accept is None else format(accept, '.2f')}" + (f"/{ceiling}" if ceiling else ""))
     elif tput is not None:
         parts.append("no speculative decoding")
     for key, word in (("running_reqs", "running"), ("queue_reqs", "queued")):

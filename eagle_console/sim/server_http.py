@@ -53,6 +53,7 @@ class SimEngine:
         self._win_tokens = 0
         self._win_accept = 0
         self._win_t0 = time.monotonic()
+        self._decode_ct = 0  # forward_ct_decode: the log cadence counts every decode step, idle or not
         self.rng = random.Random()
         self.accepts_drafts = cfg.drafts_accepted()
         self.metrics = None
@@ -96,8 +97,7 @@ class SimEngine:
         with self.lock:
             self.running -= 1
             self.used_tokens = max(0, self.used_tokens - tokens_in_use)
-            if self.metrics is not None and self.running == 0:  # _maybe_log_idle_metrics: idle at once
-                self.last_gen_throughput = 0.0
+            if self.metrics is not None and self.running == 0:  # _maybe_log_idle_metrics: idle at once, 0 tok/s
                 self.metrics.scheduler(running=0, queued=0, tput=0.0, used=self.used_tokens,
                                        usage=self.used_tokens / 75000)
             self._activity()
@@ -111,7 +111,10 @@ class SimEngine:
                 self.forward_ct += 1
                 self.accepted += tokens
                 self._win_accept += tokens
-            if self._win_steps >= self.cfg.decode_log_interval:
+            self._decode_ct += 1
+            # metrics_reporter.py:934: a decode log every decode_log_interval steps of the server, not of a
+            # request (a request shorter than the interval still gets its window logged)
+            if self._decode_ct % self.cfg.decode_log_interval == 0:
                 self._log_decode()
 
     def _log_decode(self) -> None:

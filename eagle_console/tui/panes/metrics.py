@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 REFRESH_S = 1.0  # the console's refresh (the GPU pane's); hidden, every HIDDEN_S: the alarms keep watch
 CHART_S = 300.0  # the charts' span
 REDRAW_IDLE_S = 10.0
+SMALL_ROWS = 12  # rows: below this the head is one line and the series are sparkline rows
 CHART_MIN_ROWS = 7  # a plotext chart below this is axes and little else
 SPARK_CELLS = 40
 WIDE = 60  # cells: two charts side by side from here (the tabs of a 120-column console are ~66)
@@ -57,6 +58,14 @@ def read_view(watch: Any) -> MetricsView:
                                      f.token_usage), strict=True):
             series[key].append(value)
     return MetricsView(doc, xs, series)
+
+
+def latencies(doc: dict[str, Any]) -> str:
+    from eagle_console.ops.metrics import _ms
+
+    parts = [f"{word} p50 {_ms(q['p50'])}" for key, word in (("ttft_s", "TTFT"), ("itl_s", "ITL"))
+             if (q := doc.get(key) or {}).get("p50") is not None]
+    return " · ".join(parts) or "no requests yet"
 
 
 def _last(values: list[float | None]) -> float | None:
@@ -151,11 +160,14 @@ class MetricsPane(Vertical):
             head += findings_text(findings, 480, severity=True)[1:]  # the leading newline
             head += "\n"
         where = f"{doc.get('service') or '—'} · {doc.get('url') or 'no URL'}"
+        ranks = ", ".join(doc.get("ranks") or []) or "no scheduler gauges"
         if doc.get("error"):
             head += Text(f"{where}\n{doc['error']}", style=tstyle("ec.warn"))
+        elif self.size.height < SMALL_ROWS:  # the sparkline rows carry the figures: one line for the rest
+            head += Text(f"{doc.get('service') or '—'} · {ranks} · {latencies(doc)}", style="dim")
         else:
             head += Text(describe(doc), style="bold")
-            head += Text(f"\n{where} · {', '.join(doc.get('ranks') or []) or 'no scheduler gauges'}", style="dim")
+            head += Text(f"\n{where} · {ranks}", style="dim")
         self.head.update(head)
         self._toast(findings)
         self._draw(view)
