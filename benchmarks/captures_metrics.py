@@ -41,7 +41,8 @@ def walk_to_bench(term: Term) -> None:
     term.keys("6")
 
 
-def job(tmp: Path, out: Path, name: str, size: tuple[int, int], silent: bool, until: str) -> None:
+def job(tmp: Path, out: Path, name: str, size: tuple[int, int], silent: bool, until: str,
+        zoomed: str | None = None) -> None:
     root = tmp / name
     plan = build(root, tmp / "home", silent)
     env = {"PYTHONPATH": str(REPO), "HOME": str(tmp / "home"), "TERM": "xterm-256color"}
@@ -52,6 +53,11 @@ def job(tmp: Path, out: Path, name: str, size: tuple[int, int], silent: bool, un
         text = term.wait(until, 60)
         (out / f"{name}.txt").write_text(text)
         print(f"{name}: saved")
+        if zoomed:  # z z: the GPUs alone, then the tabs alone: room for the charts under the alarm
+            term.keys("z", "z")
+            term.wait_gone(r"─ PLAN ─")
+            (out / f"{zoomed}.txt").write_text(term.wait(r"ERROR ACCEPT_LENGTH_ONE[\s\S]*tok/s · red 82", 20))
+            print(f"{zoomed}: saved")
     finally:
         term.keys("q")
         time.sleep(3)
@@ -70,7 +76,8 @@ def main() -> int:
         # while 0.4 runs: a request in flight, a minute of charts filling from the right
         job(tmp, out, "metrics-120x40-1-bench", (120, 40), False, r"decode [1-9][\d.]* tok/s[\s\S]*running 1 [\s\S]*tok/s · red 82")
         job(tmp, out, "metrics-80x24-1-bench", (80, 24), False, r"tok/s +[▁▂▃▄▅▆▇█]{4,} [1-9][\s\S]*run +[▁▂▃▄▅▆▇█]+ 1 ")
-        job(tmp, out, "metrics-120x40-2-alarm", (120, 40), True, r"ERROR ACCEPT_LENGTH_ONE[\s\S]*tok/s · red 82")
+        job(tmp, out, "metrics-120x40-2-alarm", (120, 40), True, r"ERROR ACCEPT_LENGTH_ONE[\s\S]*tok/s +[▁▂▃▄▅▆▇█]+ [1-9]",
+            zoomed="metrics-120x40-3-alarm-zoomed")
     return 0
 
 

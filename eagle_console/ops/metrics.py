@@ -305,7 +305,9 @@ def describe(doc: Mapping[str, Any]) -> str:
         return f"{doc.get('service') or '—'}: {doc['error']}"
     parts = []
     tput, base = doc.get("gen_throughput"), doc.get("baseline_tok_s")
-    if tput is not None:
+    if tput is not None and doc.get("running_reqs") == 0 and not tput:
+        parts.append("idle")  # SGLang publishes 0 tok/s once idle: no figure to hold against the baseline
+    elif tput is not None:
         vs = f" ({(tput - base) / base * 100:+.1f}% vs {base:g})" if base else ""
         parts.append(f"decode {tput:.1f} tok/s{vs}")
     accept, ceiling = doc.get("accept_length"), doc.get("num_draft_tokens")

@@ -68,6 +68,14 @@ def latencies(doc: dict[str, Any]) -> str:
     return " · ".join(parts) or "no requests yet"
 
 
+def rows_of(text: Text, width: int) -> int:
+    """Rows `text` takes wrapped at `width` cells (words are not kept whole: a row or two too few at most)."""
+    from rich.cells import cell_len
+
+    width = max(1, width)
+    return sum(max(1, -(-cell_len(line) // width)) for line in text.plain.split("\n"))
+
+
 def _last(values: list[float | None]) -> float | None:
     return next((v for v in reversed(values) if v is not None), None)
 
@@ -112,6 +120,7 @@ class MetricsPane(Vertical):
         self.view: MetricsView | None = None
         self.raised: set[str] = set()  # alarms already told in a toast
         self._drawn: tuple[Any, float] = (None, 0.0)
+        self._head_rows = 1
         self.poller = Poller(self, refresh_s, lambda: read_view(self.watch), self._show, self._failed,
                              name="metrics-poll", hidden_interval=HIDDEN_S)
 
@@ -169,6 +178,7 @@ class MetricsPane(Vertical):
             head += Text(describe(doc), style="bold")
             head += Text(f"\n{where} · {ranks}", style="dim")
         self.head.update(head)
+        self._head_rows = rows_of(head, self.size.width - 2)  # the layout to come, not the last one
         self._toast(findings)
         self._draw(view)
 
@@ -184,7 +194,7 @@ class MetricsPane(Vertical):
     def _charted(self) -> list[str]:
         """Which series get a chart at this size (the rest are sparkline rows)."""
         grid = self.query_one(Grid)
-        rows = self.size.height - self.head.size.height
+        rows = self.size.height - self._head_rows
         wide = self.size.width >= WIDE
         if wide and rows >= 2 * CHART_MIN_ROWS + 4:
             grid.set_classes("")
