@@ -164,3 +164,58 @@ def test_fetch_of_nothing_listening_is_unreachable():
     srv.close()
     with pytest.raises(MetricsError, match="unreachable"):
         fetch(url, timeout_s=1.0)
+
+
+# ---- the ranks a server's launch flags promise ------------------------------------------------------------
+
+def test_expected_ranks_from_the_launch_flags():
+    from eagle_console.ops.metrics import expected_ranks
+
+    assert expected_ranks(8, [])[0] == {"0"}  # TP rank 0 exports for the group
+    assert expected_ranks(8, ["--enable-metrics-for-all-schedulers"])[0] == {str(r) for r in range(8)}
+    assert expected_ranks(8, ["--enable-metrics-for-all-schedulers"], nnodes=2)[0] == {"0", "1", "2", "3"}
+    assert expected_ranks(8, ["--enable-dp-attention", "--dp-size=8"])[0] == {str(r) for r in range(8)}
+    assert expected_ranks(8, ["--enable-dp-attention", "--dp", "2"])[0] == {"0", "4"}
+
+
+DP8_PLAN = '''[plan]
+id = "dp8"
+title = "dp8"
+
+[[phase]]
+id = "0"
+title = "p"
+
+  [[phase.step]]
+  id = "0.3"
+  title = "server"
+  uses = "sglang.server"
+  [phase.step.with]
+  model = "/models/DeepSeek-R1"
+  tp = 8
+  port = 30000
+  args = ["--enable-metrics", "--enable-dp-attention", "--dp-size", "8"]
+'''
+
+
+def test_rank_metrics_missing_on_the_dp8_capture(tmp_path):
+    """aibrix#1614's DP8 capture with dp_rank 5's lines taken out: the flags promise tp5, it is not there."""
+    from eagle_console.journal import Journal
+    from eagle_console.ops.metrics import MetricsWatch
+    from eagle_console.plan.loader import load_plan
+
+    full = (DATA / "aibrix1614_dp8_ranks.txt").read_text()
+    cut = "\n".join(line for line in full.splitlines() if 'dp_rank="5"' not in line) + "\n"
+    (tmp_path / "plan.toml").write_text(DP8_PLAN)
+    plan = load_plan(tmp_path / "plan.toml")
+    journal = Journal.for_plan(plan)
+    try:
+        watch = MetricsWatch(plan, journal)
+        doc = watch.poll(lambda url: parse(full))
+        assert doc["url"] == "http://127.0.0.1:30000/metrics" and doc["findings"] == []
+        doc = watch.poll(lambda url: parse(cut))
+        (f,) = doc["findings"]
+        assert f["code"] == "RANK_METRICS_MISSING" and "tp5" in f["message"] and "--enable-dp-attention" in f["message"]
+        assert len(doc["ranks"]) == 7
+    finally:
+        journal.close()

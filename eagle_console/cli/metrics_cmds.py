@@ -53,6 +53,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
                 _print_line(doc, shown)
             time.sleep(WATCH_S)
     finally:
+        watch.close()
         journal.close()
 
 

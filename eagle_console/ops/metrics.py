@@ -165,6 +165,14 @@ class MetricsWatch:
         self.readings: deque[Reading] = deque(maxlen=keep)
         self.target: Target = Target(None, None, None)
         self.seen_tp: set[str] = set()  # tp ranks seen exporting since the service was first read
+        self._client: Any = None  # kept between polls (metrics.client: making one is the dearest part)
+        self._last_text: tuple[str, Scrape] | None = None
+        self.unchanged = False  # the last poll read the very text of the one before (an idle server)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
 
     # -- reading ---------------------------------------------------------------------------------------
 
@@ -175,12 +183,14 @@ class MetricsWatch:
         if found.url != self.target.url or found.step != self.target.step:
             self.readings.clear()  # another server: its history is not this one's
             self.seen_tp.clear()
+            self._last_text = None
+            self.close()
         self.target = found
         return found
 
     def poll(self, scrape_fn: Any = None) -> dict[str, Any]:
         """Read `/metrics` once (blocking, bounded by metrics.TIMEOUT_S) and return the report."""
-        from eagle_console.sglang.metrics import scrape
+        from eagle_console.sglang.metrics import client, fetch, metrics_url, parse
 
         tgt = self.resolve()
         at, t = time.time(), time.monotonic()
@@ -188,7 +198,17 @@ class MetricsWatch:
             self.readings.append(Reading(at, t, None, None, tgt.problem))
             return self.report()
         try:
-            s = (scrape_fn or scrape)(tgt.url)
+            if scrape_fn is not None:
+                s = scrape_fn(tgt.url)
+            else:
+                if self._client is None:
+                    self._client = client(tgt.url)
+                text = fetch(metrics_url(tgt.url), using=self._client)
+                last = self._last_text
+                # an idle server says the same thing every second: its reading again, not another parse
+                self.unchanged = last is not None and last[0] == text
+                s = last[1]._replace(at=at, t=t) if self.unchanged else parse(text, at, t)
+                self._last_text = (text, s)
         except MetricsError as exc:
             self.readings.append(Reading(at, t, None, None, self._explain(str(exc))))
             return self.report()

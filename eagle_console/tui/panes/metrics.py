@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 REFRESH_S = 1.0  # the console's refresh (the GPU pane's); hidden, every HIDDEN_S: the alarms keep watch
 CHART_S = 300.0  # the charts' span
 REDRAW_IDLE_S = 10.0
+IDLE_S = 2.0  # while the server idles and /metrics reads the same
 SMALL_ROWS = 12  # rows: below this the head is one line and the series are sparkline rows
 CHART_MIN_ROWS = 7  # a plotext chart below this is axes and little else
 SPARK_CELLS = 40
@@ -116,6 +117,7 @@ class MetricsPane(Vertical):
         from eagle_console.ops.metrics import MetricsWatch
 
         self.ctx = ctx
+        self.refresh_s = refresh_s
         self.watch = MetricsWatch(ctx.plan, ctx.journal, ctx.selected_step_id)
         self.view: MetricsView | None = None
         self.raised: set[str] = set()  # alarms already told in a toast
@@ -141,6 +143,7 @@ class MetricsPane(Vertical):
 
     def on_unmount(self) -> None:
         self.poller.stop()
+        self.watch.close()
 
     def on_step_selected(self, message: StepSelected) -> None:
         if message.step_id != self.watch.step_id:
@@ -160,6 +163,9 @@ class MetricsPane(Vertical):
 
     def _show(self, view: MetricsView) -> None:
         self.view = view
+        # an idle server repeats itself: read it every IDLE_S until it says something new
+        idle = self.watch.unchanged and view.doc.get("running_reqs") == 0
+        self.poller.interval = IDLE_S if idle else self.refresh_s
         doc = view.doc
         from eagle_console.ops.metrics import describe
 
