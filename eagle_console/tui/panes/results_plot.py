@@ -55,9 +55,10 @@ class RunsPlot(Vertical):
         found = runs(results)
         base = baseline.get(FIGURE)
         roomy = pane_rows >= MIN_PANE_ROWS
-        self.display = bool(found)
+        self.display = bool(found) and (roomy or len(found) > 1)
         self.chart.display = bool(found) and roomy
-        self.line.display = bool(found) and not roomy
+        # one run: the headline above already says its tok/s against the baseline
+        self.line.display = len(found) > 1 and not roomy
         if not found:
             return
         values = [v for _l, v in found]
