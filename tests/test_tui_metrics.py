@@ -23,9 +23,9 @@ def test_metrics_tab_charts_and_alarm(tmp_path):
                                what="the Metrics pane")
             pane.watch.hold_s = 2.0
             await until(pilot, lambda: pane.view is not None and pane.view.doc["accept_length"] is not None,
-                        what="a reading with an accept length")
+                        timeout=30, what="a reading with an accept length")
             await until(pilot, lambda: pane.charts["tok_s"].display and pane.charts["tok_s"].draws > 0,
-                        what="the tok/s chart drawn")
+                        timeout=30, what="the tok/s chart drawn")
             text = screen_text(app)
             assert "tok/s · red 82 base" in text and "accept len · red 4 max" in text
             assert "0.3 · " + srv.url + "/metrics · tp0" in text
