@@ -211,3 +211,17 @@ def test_metrics_command_on_a_server_that_is_not_there(tmp_path):
     assert out.returncode == 1 and "0.3 is not running" in doc["error"] and doc["findings"] == []
     bad = cli("metrics", str(plan), "--service", "9.9")
     assert bad.returncode == 2 and "no step 9.9" in bad.stderr
+
+
+def test_decode_logs_count_the_servers_steps_not_a_requests(tmp_path):
+    """SGLang logs (and sets its gauges) every decode_log_interval steps of the server (metrics_reporter.py:934):
+    a benchmark of short requests still gets decode windows. The sim counted each request's steps from zero,
+    so requests shorter than the interval never logged one and the tok/s gauge read 0 through a benchmark."""
+    with metrics_server(tmp_path, ["--decode-log-interval", "40"]) as srv:
+        client = ready(srv.url)
+        for _ in range(8):
+            client.generate("short answers please " * 3, 24)  # ~8 verify steps each, ~64 in all
+        assert "Decode batch" in srv.text()
+        text = fetch(srv.url + "/metrics")
+        accept = [line for line in text.splitlines() if line.startswith("sglang:spec_accept_length{")]
+        assert accept and float(accept[0].split()[-1]) > 1.0
