@@ -17,7 +17,7 @@ else:
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "eagle_console"
 # import name -> distribution name, where they differ
-DISTRIBUTION = {"pynvml": "nvidia-ml-py"}
+DISTRIBUTION = {"pynvml": "nvidia-ml-py", "prometheus_client": "prometheus-client", "textual_plotext": "textual-plotext"}
 # imported only behind an importability check, for optional file types: an extra, not a dependency
 OPTIONAL = {"torch", "ray"}  # ray: the `cluster` extra, imported only for a plan with [cluster]
 # imported only by eagle_console/tui/served.py (`eagle-console serve` catches their absence): the `serve` extra

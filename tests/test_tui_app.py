@@ -267,7 +267,7 @@ def test_help_lists_every_key(tmp_path):
         await pilot.press("question_mark")
         await until(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
         firsts = {line.split("  ")[0].strip() for line in app.screen.query_one("#help-keys").render().plain.splitlines()}
-        assert {"r", "n", "m", "u", "K", "e", "f", "/", "?", "q", "1…5", "ctrl+p"} <= firsts, firsts
+        assert {"r", "n", "m", "u", "K", "e", "f", "/", "?", "q", "1…6", "ctrl+p"} <= firsts, firsts
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, HelpScreen), what="help closed")
 

@@ -14,6 +14,7 @@ from tuikit import drive, open_app, screen_text, select, until
 
 from eagle_console.sim import gpustate
 from eagle_console.sim.orphans import leave_orphans
+from eagle_console.tui.panes.logs import TABS
 
 REPO = Path(__file__).resolve().parent.parent
 KILL_PLAN = """
@@ -218,7 +219,7 @@ def test_the_palette_offers_every_keys_action(tmp_path):
         bound = {b.action for b in keys.BINDINGS}
         tabs = {a for a in bound if a.startswith("tab(")}
         assert bound - tabs <= called, bound - tabs - called
-        assert {t for t, *_ in palette_entries(app) if t.startswith("Show the ")} and len(tabs) == 5
+        assert {t for t, *_ in palette_entries(app) if t.startswith("Show the ")} and len(tabs) == len(TABS)
 
     drive(app, scenario, size=(80, 24))
 

@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "eagle_console.cli.run_cmds",
     "eagle_console.cli.gpu_cmds",
     "eagle_console.cli.server_cmds",
+    "eagle_console.cli.metrics_cmds",
     "eagle_console.cli.bench_cmds",
     "eagle_console.cli.drafter_cmds",
     "eagle_console.cli.mcp_cmds",

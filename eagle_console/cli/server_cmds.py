@@ -32,6 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     slog.add_argument("log", metavar="LOG")
     slog.add_argument("--follow", "-f", action="store_true",
                       help="text form: keep reading, print each stage, error and decode line as it comes")
+    slog.add_argument("--baseline", type=float, metavar="TOK_S",
+                      help="decode tok/s the server should beat with speculative decoding on (BELOW_BASELINE)")
     add_json(slog)
     slog.set_defaults(func=cmd_server_log)
 
@@ -147,7 +149,7 @@ def cmd_server_log(args: argparse.Namespace) -> int:
     from eagle_console.parse.sglang_log import SglangLogParser
 
     path = _check_file(args.log)
-    parser = SglangLogParser()
+    parser = SglangLogParser(baseline_tok_s=args.baseline)
     if args.follow and not args.json:
         return _follow_server_log(path, parser)
     parser.feed(read_lines(path))

@@ -22,6 +22,7 @@ def plan_for(root: str, python: str, port: int, python_exe: str, pythonpath: str
     Python `python_exe`; `pythonpath`: a source checkout's root, first on its steps' PYTHONPATH."""
     from eagle_console.plan.text import (
         SPECULATIVE_CHAIN,
+        Note,
         Phase,
         Step,
         extraction_step,
@@ -46,6 +47,10 @@ def plan_for(root: str, python: str, port: int, python_exe: str, pythonpath: str
     env = table("env", with_own_pythonpath([
         ("EAGLE_CONSOLE_SIM", "${sim}"), ("EAGLE_SIM_STARTUP_S", "4"), ("NCCL_DEBUG", "INFO"),
         ("NCCL_PROTO", "LL"), ("NCCL_ALGO", "Ring"),
+        Note("Uncomment, then roll back and run 0.3 again: the drafter loads but none of its tokens are accepted (as"),
+        Note("with a d2t from another vocabulary); nothing in the log says so, the Metrics tab's ACCEPT_LENGTH_ONE"),
+        Note("alarm does."),
+        Note('EAGLE_SIM_ACCEPT = "none"'),
     ], pythonpath))
     probe = Phase([("id", "0"), ("title", "Quick Probe — try AQ-MedAI K2 drafter directly with K2.5"),
                    ("priority", "high")], [
@@ -66,7 +71,7 @@ def plan_for(root: str, python: str, port: int, python_exe: str, pythonpath: str
               ("needs", ["0.1", "0.2"]), ("uses", "sglang.server"), ("log", "logs/sglang-phase0.log"),
               ("timeout", "5m")],
              with_=[("model", "${model}"), ("draft", "${drafter}"), ("tp", 8), ("port", "${port}"),
-                    ("python", "${python}"), ("speculative", SPECULATIVE_CHAIN), ("args", ["--trust-remote-code"])]),
+                    ("python", "${python}"), ("speculative", SPECULATIVE_CHAIN), ("args", ["--trust-remote-code", "--enable-metrics"])]),
         Step([("id", "0.4"), ("title", "Benchmark single-stream throughput against the 82 tok/s baseline"),
               ("description", "Single stream, as the 82 tok/s baseline was measured; the from-scratch drafter gave 60 tok/s."),
               ("priority", "high"), ("needs", ["0.3"]), ("uses", "sglang.bench"),

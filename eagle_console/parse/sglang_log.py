@@ -19,6 +19,7 @@ from typing import TypedDict
 
 from eagle_console.findings import Finding, FindingJson
 from eagle_console.parse.tqdm import Progress, parse_progress
+from eagle_console.parse import alarms
 
 # `[2025-10-22 10:27:56 TP0] msg` / `[2025-06-08 21:06:35] msg` / `[... DP0 TP0] msg`; SGLANG_LOG_MS=1 adds
 # `.%(msecs)03d` after the seconds (`configure_logger`, srt/utils/common.py).
@@ -272,6 +273,7 @@ class SglangLogParser:
     """Feed server log lines; `summary()` gives the `server-log --json` dict."""
 
     history_len: int = 120
+    baseline_tok_s: float | None = None  # BELOW_BASELINE's line (`server-log --baseline`, the plan's tok_s)
     ready: bool = False
     stages: list[Stage] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -281,6 +283,7 @@ class SglangLogParser:
     prefill_samples: int = 0
     load: Progress | None = None  # the latest "Loading ... checkpoint shards" bar
     history: deque = field(init=False)  # (gen_throughput, accept_len) for a sparkline
+    points: deque = field(init=False)  # alarms.Point per timestamped decode log, for the alarms
     _stage_seen: set[str] = field(default_factory=set)
     _codes: dict[str, list] = field(default_factory=dict)  # code → [severity, count, first line, advice]
     _tb: list[str] | None = None  # head of a traceback being read
@@ -291,6 +294,7 @@ class SglangLogParser:
 
     def __post_init__(self) -> None:
         self.history = deque(maxlen=self.history_len)
+        self.points = deque(maxlen=600)
 
     def feed(self, lines: Iterable[str]) -> None:
         for line in lines:
@@ -313,6 +317,10 @@ class SglangLogParser:
                 sample.tp_rank = int(tp.group(1)) if tp else None
                 self.decode, self.decode_samples = sample, self.decode_samples + 1
                 self.history.append((sample.gen_throughput, sample.accept_len))
+                t = _epoch(ts)
+                if t is not None:
+                    self.points.append(alarms.Point(t, sample.running_req, sample.accept_len,
+                                                    sample.gen_throughput, sample.token_usage))
                 return
             pre = parse_prefill(msg)
             if pre is not None:
@@ -406,8 +414,12 @@ class SglangLogParser:
             advice = self._advice(code, first, advice)  # now: the server_args dump may have come since
             msg = (f"{count}× " if count > 1 else "") + first + (f" — {advice}" if advice else "")
             out.append(Finding(severity, code, msg))
+        raised = alarms.alarms(list(self.points), self.baseline_tok_s)
+        out += raised
         recent = [a for _t, a in list(self.history)[-10:] if a is not None]
-        if len(recent) >= 5 and sum(recent) / len(recent) < LOW_ACCEPT_LEN:
+        if any(f.code == "ACCEPT_LENGTH_ONE" for f in raised):
+            pass  # the stronger finding says it
+        elif len(recent) >= 5 and sum(recent) / len(recent) < LOW_ACCEPT_LEN:
             mean = sum(recent) / len(recent)
             out.append(Finding("warning", "LOW_ACCEPT_LEN",
                                f"mean accept length {mean:.2f} over the last {len(recent)} decode logs: "
@@ -452,6 +464,18 @@ class SglangLogParser:
             findings=[f.to_json() for f in self.findings()],
             load=load_json(self.load) if self.load else None,
         )
+
+
+def _epoch(ts: str | None) -> float | None:
+    """`2025-10-22 10:27:56[.123]` (the server's local time) → seconds; only differences are used."""
+    if ts is None:
+        return None
+    from datetime import datetime
+
+    try:
+        return datetime.strptime(ts[:19], "%Y-%m-%d %H:%M:%S").timestamp() + (float(ts[19:]) if len(ts) > 19 else 0.0)
+    except ValueError:
+        return None
 
 
 def summarize(lines: Iterable[str]) -> ServerLogSummary:

@@ -45,6 +45,8 @@ class ServerConfig:
     nnodes: int = 1
     node_rank: int = 0
     dist_init_addr: str | None = None
+    enable_metrics: bool = False  # /metrics exists only with it, as in SGLang (http_server.py:314)
+    enable_metrics_for_all_schedulers: bool = False
     ignored: list[str] = field(default_factory=list)
 
     @property
@@ -67,7 +69,11 @@ class ServerConfig:
         return os.environ.get("EAGLE_SIM_NO_SERVER_INFO") != "1"
 
     def drafts_accepted(self) -> bool:
-        """False for `--speculative-algorithm EAGLE` with an EAGLE-3 drafter: SGLang then accepts nothing."""
+        """False for `--speculative-algorithm EAGLE` with an EAGLE-3 drafter: SGLang then accepts nothing. Also
+        False with EAGLE_SIM_ACCEPT=none: a drafter that loads and is never accepted (a d2t from another
+        vocabulary, hidden states from the wrong layers), which no log line reveals: the demo's silent drafter."""
+        if os.environ.get("EAGLE_SIM_ACCEPT", "").lower() == "none":
+            return False
         if (self.speculative_algorithm or "").upper() != "EAGLE" or not self.speculative_draft_model_path:
             return True
         config = draft_config(self.speculative_draft_model_path)
@@ -113,7 +119,7 @@ NO_EFFECT = (
     (("--cuda-graph-max-bs-decode",), True), (("--cuda-graph-max-bs-prefill",), True),
     (("--cuda-graph-bs-decode",), True), (("--cuda-graph-bs-prefill",), True),
     (("--max-running-requests",), True), (("--chunked-prefill-size",), True), (("--max-total-tokens",), True),
-    (("--log-level",), True), (("--enable-metrics",), False), (("--attention-backend",), True),
+    (("--log-level",), True), (("--attention-backend",), True),
     (("--kv-cache-dtype",), True), (("--dtype",), True), (("--quantization",), True),
     (("--speculative-token-map",), True), (("--speculative-draft-load-format",), True),
     (("--speculative-attention-mode",), True), (("--enable-torch-compile",), False),
@@ -225,6 +231,8 @@ def parse_server_args(argv: list[str]) -> ServerConfig:
     ap.add_argument("--nnodes", type=int, default=1)
     ap.add_argument("--node-rank", type=int, default=0)
     ap.add_argument("--dist-init-addr", "--nccl-init-addr")
+    ap.add_argument("--enable-metrics", action="store_true")
+    ap.add_argument("--enable-metrics-for-all-schedulers", action="store_true")
     ignored = ap.add_argument_group("no effect in the sim")
     for flags, takes_value in NO_EFFECT:
         dest = "ignored_" + flags[0].lstrip("-").replace("-", "_")

@@ -6,7 +6,9 @@ draft step and yields 1 + the run of accepted draft tokens, each accepted with p
 ≈3.2 and ≈100 tok/s at num_steps 3. Noise ±5 % per step. A stream sends one chunk per step, so with
 speculation a chunk carries several tokens, as real EAGLE-3 decoding does. `--speculative-algorithm
 EAGLE` with an EAGLE-3 drafter accepts nothing (accept length 1.0), as SGLang does (sglang PR #21272).
-`--num-continuous-decode-steps` changes nothing: no SGLang code reads it.
+`--num-continuous-decode-steps` changes nothing: no SGLang code reads it. EAGLE_SIM_ACCEPT=none plays a
+drafter that loads and is never accepted (the demo's silent drafter: nothing in the log says so).
+With `--enable-metrics`, `/metrics` serves SGLang's Prometheus series (server_metrics.py); without it, 404.
 """
 
 from __future__ import annotations
@@ -51,8 +53,16 @@ class SimEngine:
         self._win_tokens = 0
         self._win_accept = 0
         self._win_t0 = time.monotonic()
+        self._decode_ct = 0  # forward_ct_decode: the log cadence counts every decode step, idle or not
         self.rng = random.Random()
         self.accepts_drafts = cfg.drafts_accepted()
+        self.metrics = None
+        if cfg.enable_metrics:
+            from eagle_console.sim.server_metrics import SimMetrics
+
+            ranks = list(cfg.local_tp_ranks) if cfg.enable_metrics_for_all_schedulers else [0]
+            self.metrics = SimMetrics(cfg.model_name, ranks, cfg.num_steps if cfg.speculative else 0,
+                                      cfg.num_draft_tokens if cfg.speculative else 0)
 
     # -- counters and logs -------------------------------------------------------------------------
     def _activity(self) -> None:
@@ -78,12 +88,18 @@ class SimEngine:
                 f"Prefill batch, #new-seq: 1, #new-token: {prompt_tokens}, #cached-token: 0, "
                 f"#token: {self.used_tokens}, token usage: {usage:.2f}, #running-req: {self.running - 1}, "
                 "#queue-req: 0, ", 0, self.cfg.tp_size))
+            if self.metrics is not None:  # report_prefill_stats publishes the scheduler's gauges too
+                self.metrics.scheduler(running=self.running, queued=0, tput=self.last_gen_throughput,
+                                       used=self.used_tokens, usage=usage)
             self._activity()
 
     def end(self, tokens_in_use: int) -> None:
         with self.lock:
             self.running -= 1
             self.used_tokens = max(0, self.used_tokens - tokens_in_use)
+            if self.metrics is not None and self.running == 0:  # _maybe_log_idle_metrics: idle at once, 0 tok/s
+                self.metrics.scheduler(running=0, queued=0, tput=0.0, used=self.used_tokens,
+                                       usage=self.used_tokens / 75000)
             self._activity()
 
     def step(self, tokens: int) -> None:
@@ -95,7 +111,10 @@ class SimEngine:
                 self.forward_ct += 1
                 self.accepted += tokens
                 self._win_accept += tokens
-            if self._win_steps >= self.cfg.decode_log_interval:
+            self._decode_ct += 1
+            # metrics_reporter.py:934: a decode log every decode_log_interval steps of the server, not of a
+            # request (a request shorter than the interval still gets its window logged)
+            if self._decode_ct % self.cfg.decode_log_interval == 0:
                 self._log_decode()
 
     def _log_decode(self) -> None:
@@ -104,12 +123,16 @@ class SimEngine:
         self.last_gen_throughput = tput
         msg = f"Decode batch, #running-req: {self.running}, #token: {self.used_tokens}, " \
               f"token usage: {self.used_tokens / 75000:.2f}, "
+        accept = rate = 0.0
         if self.cfg.speculative:
             # SGLang 0.5.23 (scheduler_components/metrics_reporter.py:970-983): accepted drafts over proposed
             # drafts, the bonus token excluded (before sglang PR #23530 the bonus token was counted)
             accept = self._win_accept / self._win_steps
             rate = (self._win_accept - self._win_steps) / (self._win_steps * max(self.cfg.num_draft_tokens - 1, 1))
             msg += f"accept len: {accept:.2f}, accept rate: {rate:.2f}, "
+        if self.metrics is not None:
+            self.metrics.scheduler(running=self.running, queued=0, tput=tput, used=self.used_tokens,
+                                   usage=self.used_tokens / 75000, accept=accept, rate=rate)
         msg += f"cuda graph: {self.cfg.decode_graph}, gen throughput (token/s): {tput:.2f}, #queue-req: 0"
         logs.emit(logs.sglang_line(msg, 0, self.cfg.tp_size))
         self._win_steps = self._win_tokens = self._win_accept = 0
@@ -225,6 +248,8 @@ def make_handler(engine: SimEngine, server_args: dict, version: str) -> type[Bas
                     "root": cfg.model_name, "max_model_len": server_args["context_length"]}]})
             elif path == "/flush_cache":
                 self._flush()
+            elif path == "/metrics" and engine.metrics is not None:  # only with --enable-metrics
+                self._send(200, engine.metrics.exposition(), "text/plain; version=0.0.4; charset=utf-8")
             else:
                 self._json({"detail": "Not Found"}, 404)
 
@@ -333,21 +358,28 @@ def make_handler(engine: SimEngine, server_args: dict, version: str) -> type[Bas
             ids: list[int] = []
             verify_ct = 0
             sent = 0
+            metrics = engine.metrics
             engine.begin(prompt)
             try:
                 time.sleep(engine.prefill_time(prompt))
-                deadline = time.monotonic()
+                deadline = last = time.monotonic()
                 first = True
                 while len(ids) < max_new:
                     if first:  # prefill makes the first token
                         n = 1
                         first = False
+                        if metrics is not None:
+                            metrics.first_token(last - t0, stream)
                     else:
                         deadline += engine.step_time()
                         time.sleep(max(0.0, deadline - time.monotonic()))
                         n = min(engine.tokens_per_step(), max_new - len(ids))
                         verify_ct += 1 if cfg.speculative else 0
                         engine.step(n)
+                        if metrics is not None:
+                            now = time.monotonic()
+                            metrics.tokens(now - last, n)
+                            last = now
                     for _ in range(n):
                         ids.append(engine.rng.randrange(1000, 160000))
                         words.append(engine.rng.choice(WORDS))
@@ -359,6 +391,8 @@ def make_handler(engine: SimEngine, server_args: dict, version: str) -> type[Bas
                     self._event(self._output(rid, prompt, words, ids, verify_ct, t0, True))
             finally:
                 engine.end(prompt + len(ids))
+                if metrics is not None:
+                    metrics.finished(prompt, len(ids), verify_ct, time.monotonic() - t0, stream)
             return self._output(rid, prompt, words, ids, verify_ct, t0, True)
 
         def _output(self, rid: str, prompt: int, words: list[str], ids: list[int], verify_ct: int,

@@ -45,7 +45,7 @@ def help_keys(readonly: bool) -> list[tuple[str, str]]:
     """(key, what it does) for the help screen: the keys this console answers, the tabs on one line."""
     keys = [(b.key_display or b.key, b.description) for b in BINDINGS
             if not b.action.startswith("tab(") and not (readonly and b.action in MUTATING)]
-    keys.append(("1…5", ", ".join(title for _, title, *_ in TABS) + " tab"))  # one line in the dialog
+    keys.append((f"1…{len(TABS)}", ", ".join(title for _, title, *_ in TABS)))  # the tabs, one line in the dialog
     keys.extend(EXTRA_KEYS)
     return keys
 

@@ -1,4 +1,4 @@
-"""The right-hand panes: GPUs on top, and the tabs Server / NCCL / Output / Extraction / Results.
+"""The right-hand panes: GPUs on top, and the tabs Server / NCCL / Output / Extraction / Results / Metrics.
 
 `LogTabs` is one line of tab titles over a ContentSwitcher. Textual's TabbedContent does the same with a
 dozen widgets (a Tabs bar with a widget per tab and an animated underline) and cost the first frame
@@ -27,13 +27,14 @@ from eagle_console.tui.messages import TabShown
 if TYPE_CHECKING:
     from eagle_console.tui.context import ConsoleContext
 
-# (tab id, title, module, class) in key order: `1`…`5` switch to them.
+# (tab id, title, module, class) in key order: `1`…`6` switch to them.
 TABS: tuple[tuple[str, str, str, str], ...] = (
     ("server", "Server", "eagle_console.tui.panes.server", "ServerPane"),
     ("nccl", "NCCL", "eagle_console.tui.panes.nccl", "NcclPane"),
     ("output", "Output", "eagle_console.tui.panes.output", "OutputPane"),
     ("extraction", "Extraction", "eagle_console.tui.panes.extraction", "ExtractionPane"),
     ("results", "Results", "eagle_console.tui.panes.results", "ResultsPane"),
+    ("metrics", "Metrics", "eagle_console.tui.panes.metrics", "MetricsPane"),
 )
 GPU_PANE = ("eagle_console.tui.panes.gpus", "GpuPane")
 

@@ -16,6 +16,7 @@ from eagle_console.result_names import baseline_key, measured_by, short_label
 from eagle_console.tui.cells import ellipsise
 from eagle_console.tui.messages import PlanReloaded, TabShown
 from eagle_console.tui.panes._logview import HIDDEN_S, Poller
+from eagle_console.tui.panes.results_plot import RunsPlot
 from eagle_console.tui.theme import tstyle
 
 if TYPE_CHECKING:
@@ -141,6 +142,7 @@ class ResultsPane(Vertical):
 
     def compose(self):
         yield Static("", id="results-headline", markup=False)
+        yield RunsPlot()  # each benchmark run against the baseline
         yield Static("no results recorded yet", id="results-empty", markup=False)
         table: DataTable = DataTable(id="results", zebra_stripes=True, cursor_type="row")
         _add_columns(table)
@@ -162,6 +164,7 @@ class ResultsPane(Vertical):
     def on_resize(self) -> None:
         if self.results:  # narrow or wide: the names may need cutting, or no longer
             self._show(self.results)
+        self.query_one(RunsPlot).show(self.results, dict(self.ctx.plan.baseline), self.size.height)
 
     def _read(self) -> list[Result]:
         return self.ctx.journal.results()
@@ -182,6 +185,7 @@ class ResultsPane(Vertical):
         for row in rows(list(reversed(results)), baseline, name_cells):  # newest first: the last run's figures on top
             table.add_row(*row)
         self.query_one("#results-headline", Static).update(headline(results, baseline))
+        self.query_one(RunsPlot).show(results, baseline, self.size.height)
         empty = self.query_one("#results-empty", Static)
         empty.display = not results
         if baseline:

@@ -84,7 +84,8 @@ class ServerPane(ServiceLogPane):
     def reset_digest(self) -> None:
         from eagle_console.parse.sglang_log import SglangLogParser
 
-        self._parser = SglangLogParser()
+        base = self.ctx.plan.baseline.get("tok_s")  # BELOW_BASELINE's line, as the Metrics tab's
+        self._parser = SglangLogParser(baseline_tok_s=float(base) if isinstance(base, (int, float)) else None)
 
     def digest(self, lines: list[str]) -> Any:
         if self._parser is None:

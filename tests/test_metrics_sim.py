@@ -1,0 +1,227 @@
+"""The simulated server's /metrics over real HTTP on 127.0.0.1: SGLang 0.5.23's names, HELP/TYPE, labels and
+histograms; the silent drafter (EAGLE_SIM_ACCEPT=none) caught by the alarm, through ops and `metrics`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from test_sim_server import start_server
+
+from eagle_console.journal import Journal
+from eagle_console.ops.metrics import MetricsWatch
+from eagle_console.plan.loader import load_plan
+from eagle_console.sglang.client import ServerError, SglangClient
+from eagle_console.sglang.metrics import MetricsError, fetch
+
+# SGLang 0.5.23 srt/observability/metrics_collector.py: (name, type) of what the sim serves.
+UPSTREAM = {
+    "sglang:num_running_reqs": "gauge", "sglang:num_queue_reqs": "gauge", "sglang:gen_throughput": "gauge",
+    "sglang:cache_hit_rate": "gauge", "sglang:token_usage": "gauge", "sglang:num_used_tokens": "gauge",
+    "sglang:spec_accept_length": "gauge", "sglang:spec_accept_rate": "gauge", "sglang:spec_num_steps": "gauge",
+    "sglang:spec_num_draft_tokens": "gauge", "sglang:prompt_tokens_total": "counter",
+    "sglang:generation_tokens_total": "counter", "sglang:spec_verify_calls_total": "counter",
+    "sglang:num_requests_total": "counter", "sglang:time_to_first_token_seconds": "histogram",
+    "sglang:inter_token_latency_seconds": "histogram", "sglang:e2e_request_latency_seconds": "histogram",
+}
+
+
+def ready(url: str) -> SglangClient:
+    c = SglangClient(url)
+    deadline = time.monotonic() + 30
+    while c.health() != 200:
+        assert time.monotonic() < deadline, "the simulated server never got ready"
+        time.sleep(0.1)
+    return c
+
+
+@contextmanager
+def metrics_server(tmp_path: Path, extra: list[str] | None = None, env: dict[str, str] | None = None):
+    srv = start_server(tmp_path, tp=2, extra=["--enable-metrics", *(extra or [])], env=env)
+    try:
+        yield srv
+    finally:
+        srv.cleanup()
+
+
+@pytest.fixture
+def server(tmp_path):
+    with metrics_server(tmp_path) as srv:
+        yield srv
+
+
+@pytest.fixture
+def silent(tmp_path):
+    """The drafter loads and is never accepted."""
+    with metrics_server(tmp_path, env={"EAGLE_SIM_ACCEPT": "none"}) as srv:
+        yield srv
+
+
+def test_sim_metrics_are_sglang_0523s(server):
+    ready(server.url).generate("the quick brown fox " * 8, 48, )
+    text = fetch(server.url + "/metrics")
+    for name, kind in UPSTREAM.items():
+        assert f"# TYPE {name} {kind}" in text, name
+        assert f"# HELP {name} " in text, name
+    assert "_created" not in text  # SGLang's multiprocess exposition has none
+    assert 'sglang:time_to_first_token_seconds_bucket{engine_type="unified",is_streaming="false",le="0.1"' in text
+    assert 'sglang:inter_token_latency_seconds_bucket{engine_type="unified",le="0.002"' in text
+    ranks = {line.split('tp_rank="')[1].split('"')[0] for line in text.splitlines() if "tp_rank=" in line}
+    assert ranks == {"0"}  # by default only TP rank 0 exports the scheduler's gauges
+
+
+def test_sim_every_scheduler_exports_when_told(tmp_path):
+    with metrics_server(tmp_path, ["--enable-metrics-for-all-schedulers"]) as srv:
+        ready(srv.url)
+        text = fetch(srv.url + "/metrics")
+    ranks = {line.split('tp_rank="')[1].split('"')[0] for line in text.splitlines() if "tp_rank=" in line}
+    assert ranks == {"0", "1"}
+
+
+def test_sim_without_enable_metrics_has_no_metrics(tmp_path):
+    srv = start_server(tmp_path, tp=2, spec=False)
+    try:
+        ready(srv.url)
+        with pytest.raises(MetricsError, match="--enable-metrics"):
+            fetch(srv.url + "/metrics")
+    finally:
+        srv.cleanup()
+
+
+def plan_for(tmp_path: Path, url: str) -> Path:
+    path = tmp_path / "plan.toml"
+    path.write_text(f'''[plan]
+id = "m"
+title = "metrics"
+baseline = {{ tok_s = 82.0 }}
+
+[[phase]]
+id = "0"
+title = "p"
+
+  [[phase.step]]
+  id = "0.3"
+  title = "server"
+  service = true
+  run = "true"
+  ready = {{ http = "{url}/health" }}
+''')
+    return path
+
+
+def load(client: SglangClient, stop: threading.Event, tokens: int = 200) -> threading.Thread:
+    """Requests one after another, as the benchmark sends them, until `stop`."""
+
+    def go() -> None:
+        while not stop.is_set():
+            try:
+                client.generate("tell me about speculative decoding " * 4, tokens)
+            except ServerError:
+                return
+
+    thread = threading.Thread(target=go, daemon=True)
+    thread.start()
+    return thread
+
+
+def watch_until(watch: MetricsWatch, code: str | None, seconds: float) -> dict:
+    deadline = time.monotonic() + seconds
+    doc = watch.poll()
+    while time.monotonic() < deadline:
+        doc = watch.poll()
+        if code is not None and any(f["code"] == code for f in doc["findings"]):
+            return doc
+        time.sleep(0.3)
+    return doc
+
+
+def test_silent_drafter_raises_accept_length_one(silent, tmp_path):
+    server = silent
+    plan = load_plan(plan_for(tmp_path, server.url))
+    journal = Journal.for_plan(plan)
+    stop = threading.Event()
+    loader = load(ready(server.url), stop)
+    try:
+        watch = MetricsWatch(plan, journal, hold_s=2.0)
+        doc = watch_until(watch, "ACCEPT_LENGTH_ONE", 30)
+    finally:
+        stop.set()
+        loader.join(30)
+        journal.close()
+    codes = {f["code"]: f for f in doc["findings"]}
+    assert "ACCEPT_LENGTH_ONE" in codes, doc
+    assert codes["ACCEPT_LENGTH_ONE"]["severity"] == "error"
+    assert doc["accept_length"] == pytest.approx(1.0)
+    assert doc["service"] == "0.3" and doc["url"] == server.url + "/metrics" and doc["error"] is None
+    assert doc["num_draft_tokens"] == 4 and doc["ranks"] == ["tp0"]
+
+
+def test_working_drafter_raises_nothing(server, tmp_path):
+    plan = load_plan(plan_for(tmp_path, server.url))
+    journal = Journal.for_plan(plan)
+    stop = threading.Event()
+    loader = load(ready(server.url), stop)
+    try:
+        watch = MetricsWatch(plan, journal, hold_s=2.0)
+        doc = watch_until(watch, None, 5)
+    finally:
+        stop.set()
+        loader.join(30)
+        journal.close()
+    assert doc["accept_length"] > 2.0 and doc["gen_throughput"] > 82.0, doc
+    assert doc["findings"] == []
+    assert doc["itl_s"]["p50"] is not None and doc["ttft_s"]["p90"] is not None
+    assert doc["window_s"] is not None
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "eagle_console", *args], capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_metrics_command_json_and_exit_status(silent, tmp_path):
+    """One reading: the request counters say accept length 1.00 since the server started: exit 1."""
+    server = silent
+    client = ready(server.url)
+    for _ in range(2):
+        client.generate("count the verify steps " * 4, 100)  # 2 x 99 verify steps, none accepted
+    plan = plan_for(tmp_path, server.url)
+    out = cli("metrics", str(plan), "--json")
+    doc = json.loads(out.stdout)
+    assert out.returncode == 1, out.stderr
+    assert {"schema", "url", "at", "accept_length", "accept_rate", "gen_throughput", "running_reqs", "queue_reqs",
+            "token_usage", "ttft_s", "itl_s", "findings"} <= set(doc)
+    assert doc["schema"] == 1 and set(doc["ttft_s"]) == {"p50", "p90"}
+    (finding,) = [f for f in doc["findings"] if f["code"] == "ACCEPT_LENGTH_ONE"]
+    assert "since the server started" in finding["message"]
+    text = cli("metrics", str(plan), "--service", "0.3")
+    assert "ACCEPT_LENGTH_ONE" in text.stdout and "accept 1.00/4" in text.stdout
+
+
+def test_metrics_command_on_a_server_that_is_not_there(tmp_path):
+    plan = plan_for(tmp_path, "http://127.0.0.1:9")
+    out = cli("metrics", str(plan), "--json")
+    doc = json.loads(out.stdout)
+    assert out.returncode == 1 and "0.3 is not running" in doc["error"] and doc["findings"] == []
+    bad = cli("metrics", str(plan), "--service", "9.9")
+    assert bad.returncode == 2 and "no step 9.9" in bad.stderr
+
+
+def test_decode_logs_count_the_servers_steps_not_a_requests(tmp_path):
+    """SGLang logs (and sets its gauges) every decode_log_interval steps of the server (metrics_reporter.py:934):
+    a benchmark of short requests still gets decode windows. The sim counted each request's steps from zero,
+    so requests shorter than the interval never logged one and the tok/s gauge read 0 through a benchmark."""
+    with metrics_server(tmp_path, ["--decode-log-interval", "40"]) as srv:
+        client = ready(srv.url)
+        for _ in range(8):
+            client.generate("short answers please " * 3, 24)  # ~8 verify steps each, ~64 in all
+        assert "Decode batch" in srv.text()
+        text = fetch(srv.url + "/metrics")
+        accept = [line for line in text.splitlines() if line.startswith("sglang:spec_accept_length{")]
+        assert accept and float(accept[0].split()[-1]) > 1.0
