@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import TypedDict
 
 from eagle_console.findings import Finding, FindingJson
-from eagle_console.parse.tqdm import Progress, parse_progress
 from eagle_console.parse import alarms
+from eagle_console.parse.tqdm import Progress, parse_progress
 
 # `[2025-10-22 10:27:56 TP0] msg` / `[2025-06-08 21:06:35] msg` / `[... DP0 TP0] msg`; SGLANG_LOG_MS=1 adds
 # `.%(msecs)03d` after the seconds (`configure_logger`, srt/utils/common.py).
