@@ -34,7 +34,8 @@ def demo_console(root: Path, size: tuple[int, int]) -> Term:
 def output_pane(screen: str) -> str:
     """The right-hand column below the tab strip: where the Output pane is drawn."""
     lines = screen.splitlines()
-    strip = next(i for i, s in enumerate(lines) if "Output" in s and "NCCL" in s)
+    # the active tab's name is whole; at 80 columns the others are cut ("Ser…│NCC…│Output│Ext…")
+    strip = next(i for i, s in enumerate(lines) if "Output" in s and ("NCCL" in s or "NCC…" in s))
     left = lines[strip].index("│", 1) + 1  # right of the Step pane's border
     return "\n".join(s[left:] for s in lines[strip + 1:])
 
@@ -90,7 +91,8 @@ def test_a_cjk_log_line_wraps_inside_its_pane_at_80x24(tmp_path):
         term.wait(step_done("0.1"), 30)
         screen = term.wait(r"│ascii after", 10)  # the log's row, right of the Step pane's border
         lines = screen.splitlines()
-        strip = next(i for i, s in enumerate(lines) if "Output" in s and "NCCL" in s)
+        # the active tab's name is whole; at 80 columns the others are cut ("Ser…│NCC…│Output│Ext…")
+        strip = next(i for i, s in enumerate(lines) if "Output" in s and ("NCCL" in s or "NCC…" in s))
         left = cell_len(lines[strip][:lines[strip].index("│", 1) + 1])  # the log starts right of the Step pane
         status = next(i for i, s in enumerate(lines) if "following ·" in s)
         pane = lines[strip + 1:status]  # the log's rows, beside the Step pane's
