@@ -170,7 +170,7 @@ def test_console_run_of_a_completed_step_says_it_runs_it_again(plan: Path) -> No
         await select(pilot, "0.2")
         await pilot.press("r")
         shown = await until(pilot, lambda: [n for n in notices(app) if "0.2" in n], what="a toast on 0.2")
-        assert shown[0].startswith(f"0.2 completed at {done_at}; running it again (run 1 of step 0.2"), shown
+        assert shown[0].startswith(f"0.2 completed at {done_at}; running it again; started run 1 of step 0.2"), shown
         await until(pilot, lambda: app.ctx.journal.statuses().get("0.2") == "completed"
                     and app.ctx.journal.latest_run("0.2").finished, what="the run's end")
 

@@ -42,6 +42,8 @@ SKIP = {
     'agent.md: eagle-console approve plans/demo.toml 1 --note "go ahead"': AGENT_SESSION,
     'agent.md: eagle-console approve plans/demo.toml 28 --note "tp 8, as planned"': AGENT_SESSION,
     "agent.md: eagle-console status plans/demo.toml": AGENT_SESSION,
+    "eagle-console metrics plans/demo.toml": "reads a running server's /metrics (0.3 started with --enable-metrics "
+    "and a silent drafter); tests/test_metrics_sim.py runs the command against the simulated server",
 }
 
 

@@ -100,7 +100,9 @@ def describe(plan: Plan, item_id: str | None, snap: Snapshot | None, width: int 
         second.append(f"{state.status} {_when(state.at)}{who}" + (f" ({state.reason})" if state.reason else ""))
     run = snap.runs.get(step.id) if snap else None
     if run is not None:
-        if run.face and run.face != (state.face if state else None):  # started through another face
+        # started through another face than the state's, and not this console's own (said only when it is news:
+        # at 80x24 the Detail line has 4 rows, and 0.2b's vocab verdict needs two of them)
+        if run.face and run.face not in (state.face if state else None, "console"):
             second.append(f"run by {_person(run.who, run.face)}")
         if run.pid:
             second.append(f"pid {run.pid}")
