@@ -9,6 +9,7 @@ of the new line exists yet (file:line of the 0.5.23 wheel at each).
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 from eagle_console.parse.sglang_log import SglangLogParser, summarize
 
@@ -150,6 +151,7 @@ def test_the_server_panes_head_shows_the_accept_rate_with_its_definition() -> No
             "accept len: 2.61, accept rate: 0.54, cap len: 3.00, block accept len: 2.95, cuda graph: True, "
             "gen throughput (token/s): 312.44, #queue-req: 0")
     pane = ServerPane.__new__(ServerPane)  # its digest only: no app, no widget tree
+    pane.ctx = SimpleNamespace(plan=SimpleNamespace(baseline={"tok_s": 82.0}))  # the plan's baseline (BELOW_BASELINE)
     pane.reset_digest()
     summary, history, speculative = pane.digest([line])
     head = summary_text(summary, history, speculative).plain

@@ -44,7 +44,7 @@ def test_the_cli_names_the_steps_own_run_number(tmp_path):
         out = subprocess.run([sys.executable, "-m", "eagle_console", "run", str(plan), step, "--wait", "--force"],
                              capture_output=True, text=True, env=env, timeout=60)
         assert out.returncode == 0, out.stderr
-        return out.stdout.splitlines()[0]
+        return next(line for line in out.stdout.splitlines() if line.startswith("started"))  # after "… running it again"
 
     run("0.1")
     run("0.1")

@@ -43,7 +43,7 @@ STATE_KEYS: dict[str, str] = {
     "done": "enter / esc close",
 }
 TABLE_ROWS = 16  # the most the holders table takes; fewer when the terminal is short (`_fit`)
-DIALOG_CELLS = 110  # the dialog's width (KillScreen's CSS), less on a narrower screen
+DIALOG_CELLS = 150  # the dialog's width (KillScreen's CSS), less on a narrower screen
 
 
 class KillScreen(ModalScreen[KillRecord | None]):
@@ -54,7 +54,7 @@ class KillScreen(ModalScreen[KillRecord | None]):
     DEFAULT_CSS = """
     KillScreen { align: center middle; }
     KillScreen > #kill-dialog {
-        width: 110; max-width: 100%; height: auto; max-height: 100%;
+        width: 150; max-width: 100%; height: auto; max-height: 100%;
         border: thick $error; background: $surface; padding: 0 1;
     }
     KillScreen #kill-title { text-style: bold; }
