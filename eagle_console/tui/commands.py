@@ -69,6 +69,7 @@ ACTIONS = (
     ("u", "rollback", "Roll back the selected step or phase", "lists what will be undone before anything"),
     ("K", "kill_orphans", "Kill orphaned GPU workers", "every GPU holder, orphans preselected"),
     ("e", "note", "Note on the selected step", "a line in the journal"),
+    ("a", "approve", "Approve or deny an agent's request", "the selected step's, else the oldest waiting"),
     ("f", "follow", "Follow / pause the log", "the Server, NCCL or Output tab"),
     ("/", "filter", "Filter the log", "the Server, NCCL or Output tab"),
     ("z", "zoom", "Zoom: one pane alone", "GPUs, logs, plan, step, then all again"),
