@@ -194,9 +194,17 @@ title = "P"
 """
 
 
+def _cmdline(proc: psutil.Process) -> list[str]:
+    # a child that already exited (a zombie not yet reaped, e.g. a run's detached starter) has no cmdline
+    try:
+        return proc.cmdline()
+    except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+        return []
+
+
 def mcp_server_pid(plan: Path) -> int:
     procs = [p for p in psutil.Process().children(recursive=True)
-             if "mcp" in p.cmdline() and str(plan) in p.cmdline()]
+             if "mcp" in _cmdline(p) and str(plan) in _cmdline(p)]
     assert len(procs) == 1, procs
     return procs[0].pid
 
