@@ -19,6 +19,7 @@ pytest.importorskip("textual_serve", reason="the `serve` extra is not installed:
 CHROMIUM = chromium_binary()
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.browser,
     pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary on PATH (Debian: apt-get install chromium)"),
 ]
 
