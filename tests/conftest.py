@@ -54,6 +54,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(group)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker sends the collected node ids to the scheduler
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """pytest-xdist 3.8 names a grouped test `NODEID@GROUP` (what its scheduler groups by) by writing
+    `item._nodeid`, which pytest 9.2's structured node ids no longer read (pytest-xdist#1386): every group
+    was spread over all workers, each starting its own Ray cluster. Done here the way its proposed fix does
+    it, only where xdist's own naming did not take."""
+    if not getattr(session.config.option, "loadgroup", False):  # set on xdist workers under loadgroup
+        return
+    try:
+        from _pytest.nodeid import NodeId  # pytest >= 9.2; before it xdist's `_nodeid` works
+    except ImportError:
+        return
+    for item in session.items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})
+        suffix = f"@{'_'.join(names)}"
+        if names and not item.nodeid.endswith(suffix):
+            item._id = NodeId.parse(item.nodeid + suffix)
+
+
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto`: more workers than cores, since most of a test's time is spent waiting on processes it
     started (sim start-ups, Ray, a kill's grace), not computing. PYTEST_XDIST_AUTO_NUM_WORKERS overrides."""
