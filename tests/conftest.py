@@ -25,33 +25,57 @@ reaperkit.become_subreaper()
 # --- pytest-xdist: `pytest -n auto` (the README's command) ---------------------------------------------------
 # Tests run in parallel except where they share something; `--dist loadgroup` (pyproject addopts) keeps each
 # xdist group on one worker:
-#   ray           every test on the session's Ray cluster (the `ray_cluster` fixture, tests/clusterkit.py): one
-#                 worker starts it once, as a serial run does
-#   netns-MODULE  each two-host module (marker `netns`, tests/netnskit.py) builds its own hosts and cluster
-#                 for the module: one worker per module, and modules beside each other
-#   tmux          the real-terminal tests (tests/e2e): key timing on a busy machine; they share tmux's server
-# Markers `ray` and `tmux` are set here from the same rules, so `-m "not tmux"` needs no list of files.
+#   ray, ray-2      the tests on the session's Ray cluster (the `ray_cluster` fixture, tests/clusterkit.py), in
+#                   two groups: each group's worker starts the cluster once, as a serial run does
+#   netns-MODULE    each two-host module (marker `netns`, tests/netnskit.py) builds its own hosts and cluster
+#                   for the module: one worker per module, and modules beside each other
+#   tmux            the real-terminal tests (tests/e2e): key timing on a busy machine; they share tmux's server
+#   module-MODULE   the tests of a module-scoped fixture (a venv built, a sim server started): built once
+# Markers `ray`, `netns` and `tmux` are set here from the same rules, so `-m "not tmux"` needs no file list.
+
+# The session cluster's tests take ~2.5 min one after the other on 2 cores, the longest chain of the suite:
+# these modules go to a second group, whose worker starts a second cluster (~10 s of CPU) and runs them beside
+# the first. Measured with `pytest -m ray --durations=0` (docs/performance.md).
+RAY_SECOND_GROUP = {m: "ray-2" for m in ("test_cluster_node_faults", "test_cluster_multinode", "test_cluster_jobs")}
+# Handed out first (`--no-loadscope-reorder` keeps this order): the groups that wait longest, so none of them
+# starts late and ends the run alone; then the other groups, then every other test in file order.
+LONGEST_FIRST = ("netns-test_cluster_long_faults", "netns-test_cluster_faults", "ray", "ray-2",
+                 "netns-test_cluster_blip", "tmux")
 
 
 def xdist_group(item: pytest.Item) -> str | None:
     if item.get_closest_marker("netns"):
         return f"netns-{item.path.stem}"
     if "ray_cluster" in getattr(item, "fixturenames", ()):
-        return "ray"
+        return RAY_SECOND_GROUP.get(item.path.stem, "ray")
     if item.path.parent.name == "e2e":
         return "tmux"
+    info = getattr(item, "_fixtureinfo", None)
+    if info is not None and any(d.scope == "module" for defs in info.name2fixturedefs.values() for d in defs):
+        return f"module-{item.path.stem}"
     return None
+
+
+def _handed_out(group: str | None) -> int:
+    if group in LONGEST_FIRST:
+        return LONGEST_FIRST.index(group)
+    return len(LONGEST_FIRST) + (0 if group else 1)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    groups: dict[pytest.Item, str | None] = {}
     for item in items:
-        group = xdist_group(item)
-        if group is None or item.get_closest_marker("xdist_group"):
+        given = item.get_closest_marker("xdist_group")  # a module's own choice stands
+        group = groups[item] = (given.args[0] if given.args else given.kwargs.get("name")) if given else xdist_group(item)
+        if group is None or given:
             continue
         item.add_marker(pytest.mark.xdist_group(group))
-        if group in ("ray", "tmux"):
-            item.add_marker(group)
+        kind = "ray" if group.startswith("ray") else group.partition("-")[0]
+        if kind in ("ray", "netns", "tmux"):
+            item.add_marker(kind)
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # a serial run keeps file order
+        items.sort(key=lambda item: _handed_out(groups[item]))  # stable: a module's tests keep their order
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's worker sends the collected node ids to the scheduler
