@@ -11,6 +11,8 @@ os.forkpty, os.posix_spawn) keeps its exit status for its own wait(). Those are 
 time, under the same lock the reaper scans with, so a child that exits before its pid is recorded is never
 mistaken for an orphan. The product sees the difference only in a holder's parent pid (this process
 instead of 1): its classification handles an unknown subreaper (node/procs.py, `_abandoned_session`).
+A terminal's orphans must still go to PID 1 (what tests/e2e reads on screen): tmuxkit starts tmux's server
+`not_adopting()`.
 """
 
 from __future__ import annotations
@@ -117,6 +119,23 @@ def become_subreaper() -> bool:
     _started = True
     threading.Thread(target=_reap_forever, name="reaperkit", daemon=True).start()
     return True
+
+
+@contextlib.contextmanager
+def not_adopting():
+    """While inside, what is orphaned goes to PID 1 as without this kit: for a daemon started here that
+    must not be this process's child (tmux's server: the orphans of a job in its terminal are then adopted
+    by PID 1, `ppid 1 · started from this terminal`, as on an operator's machine, not by this process)."""
+    if not _started:
+        yield
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    with _lock:
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+        try:
+            yield
+        finally:
+            libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
 def _reap_forever() -> None:
