@@ -25,29 +25,25 @@ reaperkit.become_subreaper()
 # --- pytest-xdist: `pytest -n auto` (the README's command) ---------------------------------------------------
 # Tests run in parallel except where they share something; `--dist loadgroup` (pyproject addopts) keeps each
 # xdist group on one worker:
-#   ray, ray-2      the tests on the session's Ray cluster (the `ray_cluster` fixture, tests/clusterkit.py), in
-#                   two groups: each group's worker starts the cluster once, as a serial run does
+#   ray             the tests on the session's Ray cluster (the `ray_cluster` fixture, tests/clusterkit.py): one
+#                   worker starts it once, as a serial run does
 #   netns-MODULE    each two-host module (marker `netns`, tests/netnskit.py) builds its own hosts and cluster
 #                   for the module: one worker per module, and modules beside each other
 #   tmux            the real-terminal tests (tests/e2e): key timing on a busy machine; they share tmux's server
 #   module-MODULE   the tests of a module-scoped fixture (a venv built, a sim server started): built once
 # Markers `ray`, `netns` and `tmux` are set here from the same rules, so `-m "not tmux"` needs no file list.
 
-# The session cluster's tests take ~2.5 min one after the other on 2 cores, the longest chain of the suite:
-# these modules go to a second group, whose worker starts a second cluster (~10 s of CPU) and runs them beside
-# the first. Measured with `pytest -m ray --durations=0` (docs/performance.md).
-RAY_SECOND_GROUP = {m: "ray-2" for m in ("test_cluster_node_faults", "test_cluster_multinode", "test_cluster_jobs")}
 # Handed out first (`--no-loadscope-reorder` keeps this order): the groups that wait longest, so none of them
 # starts late and ends the run alone; then the other groups, then every other test in file order.
-LONGEST_FIRST = ("netns-test_cluster_long_faults", "netns-test_cluster_faults", "ray", "ray-2",
-                 "netns-test_cluster_blip", "tmux")
+LONGEST_FIRST = ("netns-test_cluster_long_faults", "netns-test_cluster_faults", "ray", "netns-test_cluster_blip",
+                 "tmux")
 
 
 def xdist_group(item: pytest.Item) -> str | None:
     if item.get_closest_marker("netns"):
         return f"netns-{item.path.stem}"
     if "ray_cluster" in getattr(item, "fixturenames", ()):
-        return RAY_SECOND_GROUP.get(item.path.stem, "ray")
+        return "ray"
     if item.path.parent.name == "e2e":
         return "tmux"
     info = getattr(item, "_fixtureinfo", None)
@@ -71,7 +67,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if group is None or given:
             continue
         item.add_marker(pytest.mark.xdist_group(group))
-        kind = "ray" if group.startswith("ray") else group.partition("-")[0]
+        kind = group.partition("-")[0]
         if kind in ("ray", "netns", "tmux"):
             item.add_marker(kind)
     if os.environ.get("PYTEST_XDIST_WORKER"):  # a serial run keeps file order
@@ -94,8 +90,32 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
                         for m in item.iter_markers("xdist_group")})
         suffix = f"@{'_'.join(names)}"
-        if names and not item.nodeid.endswith(suffix):
-            item._id = NodeId.parse(item.nodeid + suffix)
+        if names and not item.nodeid.endswith(suffix) and item._id.rest is not None:
+            # one name holding the rest (params too), so the id reads NODEID@GROUP however it is rebuilt
+            item._id = NodeId(path=item._id.path, names=(item._id.rest + suffix,))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own (firstresult)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """xdist's loadgroup scheduler, except that a group goes to an idle worker only. xdist tops a worker up
+    once it has two tests or fewer to go, whatever the next unit is: the two-host module of two ~2 min tests
+    then got the next group queued behind it, which started minutes late and ended the run alone."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    if not all(hasattr(LoadGroupScheduling, a) for a in ("_reschedule", "_pending_of")):
+        return None  # another xdist: its own scheduling, only less well packed
+
+    class GroupsToIdleWorkers(LoadGroupScheduling):
+        def _reschedule(self, node) -> None:
+            # a work unit's scope is its group's name, or a lone test's node id (which has "::")
+            if (self.workqueue and "::" not in next(iter(self.workqueue))
+                    and self._pending_of(self.assigned_work[node]) > 0):
+                return
+            super()._reschedule(node)
+
+    return GroupsToIdleWorkers(config, log)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
