@@ -41,10 +41,27 @@ def start_cluster():
         sims[name] = root / f"sim-{name}"
         gpustate.create_node(sims[name], gpus=gpus)
     try:
-        return start_local_cluster(root, sims)
+        return start_retrying(lambda: start_local_cluster(root, sims))
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise
+
+
+# A free port is picked by binding port 0 and closing it (eagle_console/ports.py): another process, or a
+# second pick of the same start, can have it before Ray binds it. `ray start` then fails with one of these.
+PORT_TAKEN = ("address already in use", "is trying to use a port number")
+
+
+def start_retrying(start, attempts: int = 3):
+    """`start()` of a local cluster, again when it failed only because a port it picked was taken meanwhile
+    (the product stops what it started first; ports.py: "callers that can retry do")."""
+    for attempt in range(attempts):
+        try:
+            return start()
+        except RuntimeError as exc:
+            if attempt + 1 == attempts or not any(m in str(exc) for m in PORT_TAKEN):
+                raise
+            print(f"[clusterkit] a port was taken during the start, starting again: {str(exc)[-300:]}")
 
 
 @pytest.fixture(scope="session")

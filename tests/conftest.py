@@ -97,9 +97,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own (firstresult)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
-    """xdist's loadgroup scheduler, except that a group goes to an idle worker only. xdist tops a worker up
-    once it has two tests or fewer to go, whatever the next unit is: the two-host module of two ~2 min tests
-    then got the next group queued behind it, which started minutes late and ended the run alone."""
+    """xdist's loadgroup scheduler, except that a worker still busy with a group is topped up with a lone
+    test, never with the next group. xdist tops a worker up once it has two tests or fewer to go (it runs a
+    test only once it holds the next one), whatever the next unit is: the two-host module of two ~2 min
+    tests got the next group queued behind it, which started minutes late and ended the run alone."""
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadGroupScheduling
@@ -107,15 +108,17 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     if not all(hasattr(LoadGroupScheduling, a) for a in ("_reschedule", "_pending_of")):
         return None  # another xdist: its own scheduling, only less well packed
 
-    class GroupsToIdleWorkers(LoadGroupScheduling):
+    class LoneTestsToBusyWorkers(LoadGroupScheduling):
         def _reschedule(self, node) -> None:
             # a work unit's scope is its group's name, or a lone test's node id (which has "::")
-            if (self.workqueue and "::" not in next(iter(self.workqueue))
-                    and self._pending_of(self.assigned_work[node]) > 0):
-                return
+            queue = self.workqueue
+            if queue and "::" not in next(iter(queue)) and self._pending_of(self.assigned_work[node]) > 0:
+                lone = next((scope for scope in queue if "::" in scope), None)
+                if lone is not None:
+                    queue.move_to_end(lone, last=False)  # the group waits for a worker with nothing left
             super()._reschedule(node)
 
-    return GroupsToIdleWorkers(config, log)
+    return LoneTestsToBusyWorkers(config, log)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
