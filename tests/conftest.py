@@ -17,9 +17,15 @@ DATA = Path(__file__).resolve().parent / "data"
 # Child processes (supervisors, sim servers) must import this checkout's package.
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
 os.environ.setdefault("EAGLE_CONSOLE_DEBUG", "")
-# Orphans (detached supervisors, killed servers' workers) come to this process and are reaped at once, not
-# when PID 1 gets to them: every wait for a killed process to be gone was that much longer (tests/reaperkit.py).
-reaperkit.become_subreaper()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Orphans (detached supervisors, killed servers' workers) come to the process that runs the tests and are
+    reaped at once, not when PID 1 gets to them: every wait for a killed process to be gone was that much
+    longer (tests/reaperkit.py). Not xdist's controller, which runs none: as a subreaper it adopted what a
+    worker let go to PID 1 on purpose (tmux's server, and so the orphans of a job in its terminal)."""
+    if os.environ.get("PYTEST_XDIST_WORKER") or not getattr(config.option, "numprocesses", None):
+        reaperkit.become_subreaper()
 
 
 # --- pytest-xdist: `pytest -n auto` (the README's command) ---------------------------------------------------
