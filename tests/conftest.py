@@ -103,10 +103,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own (firstresult)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
-    """xdist's loadgroup scheduler, except that a worker still busy with a group is topped up with a lone
-    test, never with the next group. xdist tops a worker up once it has two tests or fewer to go (it runs a
-    test only once it holds the next one), whatever the next unit is: the two-host module of two ~2 min
-    tests got the next group queued behind it, which started minutes late and ended the run alone."""
+    """xdist's loadgroup scheduler, except that a worker still in a group is topped up with a lone test,
+    never with the next group; a worker running lone tests takes the next group as xdist does. xdist tops a
+    worker up once it has two tests or fewer to go (it runs a test only once it holds the next one), whatever
+    the next unit is: the two-host module of two ~2 min tests got the next group queued behind it, which
+    started minutes late and ended the run alone."""
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadGroupScheduling
@@ -115,13 +116,15 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
         return None  # another xdist: its own scheduling, only less well packed
 
     class LoneTestsToBusyWorkers(LoadGroupScheduling):
+        # a work unit's scope is its group's name, or a lone test's node id (which has "::")
         def _reschedule(self, node) -> None:
-            # a work unit's scope is its group's name, or a lone test's node id (which has "::")
             queue = self.workqueue
-            if queue and "::" not in next(iter(queue)) and self._pending_of(self.assigned_work[node]) > 0:
+            in_group = any("::" not in scope and not all(done.values())
+                           for scope, done in self.assigned_work[node].items())
+            if queue and in_group and "::" not in next(iter(queue)):
                 lone = next((scope for scope in queue if "::" in scope), None)
                 if lone is not None:
-                    queue.move_to_end(lone, last=False)  # the group waits for a worker with nothing left
+                    queue.move_to_end(lone, last=False)  # the group waits for a worker out of its group
             super()._reschedule(node)
 
     return LoneTestsToBusyWorkers(config, log)
