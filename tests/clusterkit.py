@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import io
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,10 +45,27 @@ def start_cluster():
         sims[name] = root / f"sim-{name}"
         gpustate.create_node(sims[name], gpus=gpus)
     try:
-        return start_local_cluster(root, sims)
+        return start_retrying(lambda: start_local_cluster(root, sims))
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise
+
+
+# A free port is picked by binding port 0 and closing it (eagle_console/ports.py): another process, or a
+# second pick of the same start, can have it before Ray binds it. `ray start` then fails with one of these.
+PORT_TAKEN = ("address already in use", "is trying to use a port number")
+
+
+def start_retrying(start, attempts: int = 3):
+    """`start()` of a local cluster, again when it failed only because a port it picked was taken meanwhile
+    (the product stops what it started first; ports.py: "callers that can retry do")."""
+    for attempt in range(attempts):
+        try:
+            return start()
+        except RuntimeError as exc:
+            if attempt + 1 == attempts or not any(m in str(exc) for m in PORT_TAKEN):
+                raise
+            print(f"[clusterkit] a port was taken during the start, starting again: {str(exc)[-300:]}")
 
 
 @pytest.fixture(scope="session")
@@ -86,9 +105,58 @@ def cluster_plan(tmp_path: Path, cluster, steps: str) -> Path:
     return plan
 
 
-def cli(*argv: object, timeout: float = 120, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "eagle_console", *map(str, argv)], capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
+def cli(*argv: object, timeout: float = 120, env: dict[str, str] | None = None,
+        process: bool = False) -> subprocess.CompletedProcess:
+    """`eagle-console ARGV` as the operator types it. Run in this process (the CLI's own `main`, its output
+    captured) unless `env` is given, which only a process of its own reads at its start (cluster/link.py's
+    deadlines), or `process`; a test of the CLI *as a process* (killed under `run --wait`) starts one itself.
+
+    Why in this process: a CLI process asking the cluster starts a Ray driver of its own (cluster/driver.py:
+    `import ray` and `ray.init`, ~1 s of CPU each), and a test asks dozens of times, polling a node's log;
+    here every call reuses this process's one driver per address, as the console does."""
+    args = [str(a) for a in argv]
+    if env or process:
+        return subprocess.run([sys.executable, "-m", "eagle_console", *args], capture_output=True,
+                              text=True, timeout=timeout, env={**os.environ, **(env or {})})
+    return cli_here(args, timeout)
+
+
+_cli_lock = threading.Lock()
+
+
+def cli_here(args: list[str], timeout: float) -> subprocess.CompletedProcess:
+    """`main(args)` with stdout and stderr captured; a call past `timeout` raises subprocess.TimeoutExpired (its
+    thread is left to finish). This process is marked an eagle-console process only while it runs, as the
+    CLI's own process would be (node/selfmark.py): after it, a kill's scan sees this process as before."""
+    from eagle_console.cli import main
+    from eagle_console.node import selfmark
+
+    done: dict[str, object] = {}
+    out, err = io.StringIO(), io.StringIO()
+
+    def call() -> None:
+        marked = selfmark.CONSOLE in selfmark._held
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    done["rc"] = main(args)
+                except SystemExit as exc:  # argparse's usage errors
+                    done["rc"] = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+        except BaseException as exc:  # EAGLE_CONSOLE_DEBUG=1 lets main() raise: the test sees it
+            done["raised"] = exc
+        finally:
+            if not marked and selfmark.CONSOLE in selfmark._held:
+                os.close(selfmark._held.pop(selfmark.CONSOLE))
+
+    with _cli_lock:  # one at a time: sys.stdout is this process's
+        worker = threading.Thread(target=call, name=f"cli {' '.join(args[:2])}", daemon=True)
+        worker.start()
+        worker.join(timeout)
+        if worker.is_alive():
+            raise subprocess.TimeoutExpired(["eagle-console", *args], timeout, out.getvalue(), err.getvalue())
+    if "raised" in done:
+        raise done["raised"]  # type: ignore[misc]
+    return subprocess.CompletedProcess(["eagle-console", *args], int(done["rc"]), out.getvalue(), err.getvalue())
 
 
 def step_state(plan: Path, step_id: str) -> tuple[str, dict]:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import reaperkit
 
 pytest_plugins = ["clusterkit"]  # the session's one Ray cluster (tests/test_cluster_*.py)
 
@@ -16,6 +17,129 @@ DATA = Path(__file__).resolve().parent / "data"
 # Child processes (supervisors, sim servers) must import this checkout's package.
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
 os.environ.setdefault("EAGLE_CONSOLE_DEBUG", "")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Orphans (detached supervisors, killed servers' workers) come to the process that runs the tests and are
+    reaped at once, not when PID 1 gets to them: every wait for a killed process to be gone was that much
+    longer (tests/reaperkit.py). Not xdist's controller, which runs none: as a subreaper it adopted what a
+    worker let go to PID 1 on purpose (tmux's server, and so the orphans of a job in its terminal)."""
+    if os.environ.get("PYTEST_XDIST_WORKER") or not getattr(config.option, "numprocesses", None):
+        reaperkit.become_subreaper()
+
+
+# --- pytest-xdist: `pytest -n auto` (the README's command) ---------------------------------------------------
+# Tests run in parallel except where they share something; `--dist loadgroup` (pyproject addopts) keeps each
+# xdist group on one worker:
+#   ray             the tests on the session's Ray cluster (the `ray_cluster` fixture, tests/clusterkit.py): one
+#                   worker starts it once, as a serial run does
+#   netns-MODULE    each two-host module (marker `netns`, tests/netnskit.py) builds its own hosts and cluster
+#                   for the module: one worker per module, and modules beside each other
+#   tmux            the real-terminal tests (tests/e2e): key timing on a busy machine; they share tmux's server
+#   module-MODULE   the tests of a module-scoped fixture (a venv built, a sim server started): built once
+# Markers `ray`, `netns` and `tmux` are set here from the same rules, so `-m "not tmux"` needs no file list.
+
+# Handed out first (`--no-loadscope-reorder` keeps this order): the groups that wait longest, so none of them
+# starts late and ends the run alone; then the other groups, then every other test in file order.
+LONGEST_FIRST = ("netns-test_cluster_long_faults", "netns-test_cluster_faults", "ray", "netns-test_cluster_blip",
+                 "tmux")
+
+
+def xdist_group(item: pytest.Item) -> str | None:
+    if item.get_closest_marker("netns"):
+        return f"netns-{item.path.stem}"
+    if "ray_cluster" in getattr(item, "fixturenames", ()):
+        return "ray"
+    if item.path.parent.name == "e2e":
+        return "tmux"
+    info = getattr(item, "_fixtureinfo", None)
+    if info is not None and any(d.scope == "module" for defs in info.name2fixturedefs.values() for d in defs):
+        return f"module-{item.path.stem}"
+    return None
+
+
+def _handed_out(group: str | None) -> int:
+    if group in LONGEST_FIRST:
+        return LONGEST_FIRST.index(group)
+    return len(LONGEST_FIRST) + (0 if group else 1)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group markers
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    groups: dict[pytest.Item, str | None] = {}
+    for item in items:
+        given = item.get_closest_marker("xdist_group")  # a module's own choice stands
+        group = groups[item] = (given.args[0] if given.args else given.kwargs.get("name")) if given else xdist_group(item)
+        if group is None or given:
+            continue
+        item.add_marker(pytest.mark.xdist_group(group))
+        kind = group.partition("-")[0]
+        if kind in ("ray", "netns", "tmux"):
+            item.add_marker(kind)
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # a serial run keeps file order
+        items.sort(key=lambda item: _handed_out(groups[item]))  # stable: a module's tests keep their order
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker sends the collected node ids to the scheduler
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """pytest-xdist 3.8 names a grouped test `NODEID@GROUP` (what its scheduler groups by) by writing
+    `item._nodeid`, which pytest 9.2's structured node ids no longer read (pytest-xdist#1386): every group
+    was spread over all workers, each starting its own Ray cluster. Done here the way its proposed fix does
+    it, only where xdist's own naming did not take."""
+    if not getattr(session.config.option, "loadgroup", False):  # set on xdist workers under loadgroup
+        return
+    try:
+        from _pytest.nodeid import NodeId  # pytest >= 9.2; before it xdist's `_nodeid` works
+    except ImportError:
+        return
+    for item in session.items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})
+        suffix = f"@{'_'.join(names)}"
+        if names and not item.nodeid.endswith(suffix) and item._id.rest is not None:
+            # one name holding the rest (params too), so the id reads NODEID@GROUP however it is rebuilt
+            item._id = NodeId(path=item._id.path, names=(item._id.rest + suffix,))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own (firstresult)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """xdist's loadgroup scheduler, except that a worker still in a group is topped up with a lone test,
+    never with the next group; a worker running lone tests takes the next group as xdist does. xdist tops a
+    worker up once it has two tests or fewer to go (it runs a test only once it holds the next one), whatever
+    the next unit is: the two-host module of two ~2 min tests got the next group queued behind it, which
+    started minutes late and ended the run alone."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    if not all(hasattr(LoadGroupScheduling, a) for a in ("_reschedule", "_pending_of")):
+        return None  # another xdist: its own scheduling, only less well packed
+
+    class LoneTestsToBusyWorkers(LoadGroupScheduling):
+        # a work unit's scope is its group's name, or a lone test's node id (which has "::")
+        def _reschedule(self, node) -> None:
+            queue = self.workqueue
+            in_group = any("::" not in scope and not all(done.values())
+                           for scope, done in self.assigned_work[node].items())
+            if queue and in_group and "::" not in next(iter(queue)):
+                lone = next((scope for scope in queue if "::" in scope), None)
+                if lone is not None:
+                    queue.move_to_end(lone, last=False)  # the group waits for a worker out of its group
+            super()._reschedule(node)
+
+    return LoneTestsToBusyWorkers(config, log)
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: more workers than cores, since most of a test's time is spent waiting on processes it
+    started (sim start-ups, Ray, a kill's grace), not computing. PYTEST_XDIST_AUTO_NUM_WORKERS overrides."""
+    given = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS", "")
+    if given.isdigit() and int(given) > 0:
+        return int(given)
+    return WORKERS_PER_CORE * (os.cpu_count() or 1)
+
+
+WORKERS_PER_CORE = 2
 
 
 @pytest.fixture

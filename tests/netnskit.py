@@ -172,7 +172,9 @@ def start_two_host_cluster(net: TwoHosts, extra_env: dict[str, str] | None = Non
         sims[name] = net.root / f"sim-{name}"
         gpustate.create_node(sims[name], gpus=GPUS)
     places = {h.name: Placement(h.ip, tuple(h.argv([]))) for h in (net.a, net.b)}
-    return start_local_cluster(net.root / "ray", sims, extra_env, placement=places)
+    from clusterkit import start_retrying  # a port taken during the start: again
+
+    return start_retrying(lambda: start_local_cluster(net.root / "ray", sims, extra_env, placement=places))
 
 
 def kill_gcs(cluster) -> int:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from test_install_wheel import _source_copy
 
-pytestmark = pytest.mark.slow  # resolves and installs the dependencies: ~20 s
+pytestmark = [pytest.mark.slow, pytest.mark.install]  # resolves and installs the dependencies: ~20 s
 
 
 def _run(argv: list[str], env: dict[str, str], timeout: int = 600, **kw) -> subprocess.CompletedProcess:

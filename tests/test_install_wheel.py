@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow  # builds and installs a wheel: ~10 s, run in CI all the same
+pytestmark = [pytest.mark.slow, pytest.mark.install]  # builds and installs a wheel: ~10 s, run in CI all the same
 
 REPO = Path(__file__).resolve().parent.parent
 DEPS = ("textual", "rich", "psutil", "httpx", "pynvml", "safetensors", "numpy")

@@ -3,10 +3,16 @@ out with capture-pane. Used by tests/e2e and by benchmarks/captures_80x24.py (wh
 
 from __future__ import annotations
 
+import contextlib
 import re
 import subprocess
 import time
 import uuid
+
+try:
+    from reaperkit import not_adopting as _not_adopting
+except ImportError:  # benchmarks/captures_80x24.py: no reaper there
+    _not_adopting = contextlib.nullcontext
 
 
 class Term:
@@ -26,8 +32,9 @@ class Term:
             command = "env " + " ".join(f"{k}={v}" for k, v in env.items()) + f" {command}"
         command = f"unset COLUMNS LINES; {command}"  # tmux runs it with sh -c
         w, h = size
-        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(w), "-y", str(h), command],
-                       check=True)
+        with _not_adopting():  # tmux's server, if this starts it, is PID 1's child (tests/reaperkit.py)
+            subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(w), "-y", str(h), command],
+                           check=True)
         # A detached session otherwise follows tmux's default size (80x24), whatever -x/-y said.
         subprocess.run(["tmux", "set-option", "-t", self.name, "window-size", "manual"], capture_output=True)
         subprocess.run(["tmux", "resize-window", "-t", self.name, "-x", str(w), "-y", str(h)], capture_output=True)
