@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import reaperkit
 
-pytest_plugins = ["clusterkit"]  # the session's one Ray cluster (tests/test_cluster_*.py)
+pytest_plugins = ["clusterkit", "cpukit"]  # the session's one Ray cluster (tests/test_cluster_*.py)
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
