@@ -24,6 +24,9 @@ from eagle_console.parse.tqdm import Progress, parse_progress
 # `.%(msecs)03d` after the seconds (`configure_logger`, srt/utils/common.py).
 _PREFIX = re.compile(
     r"\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?)(?P<ranks>(?: [A-Z_]+\d+)*)\] (?P<msg>.*)$")
+# The same up to the message: on a line without a newline the message is the rest of it (3x faster than
+# capturing it with `.*$`, on every line a followed log delivers).
+_PREFIX_HEAD = re.compile(_PREFIX.pattern.removesuffix("(?P<msg>.*)$"))
 _RANK_TP = re.compile(r"\bTP(\d+)\b")
 # What launchers put before a line: Ray `(WorkerDict pid=N) `, docker compose `sglang-1  | `.
 _LAUNCHER = re.compile(r"^(?:\([\w.-]+ pid=\d+(?:, ip=[\d.]+)?\) |[\w.-]+\s+\| )")
@@ -64,6 +67,7 @@ _FIELDS = {
     "cached_token": re.compile(r"#cached-token: (\d+)"),
     "input_throughput": re.compile(r"input throughput \(token/s\): ([0-9.]+)"),
 }
+_THROUGHPUT, _RUNNING = _FIELDS["gen_throughput"], _FIELDS["running_req"]
 
 # (code, severity, pattern, advice). Checked in order on every line; the first match names the error.
 ERRORS: tuple[tuple[str, str, re.Pattern[str], str], ...] = (
@@ -215,7 +219,13 @@ class PrefillSample:
 
 def split_prefix(line: str) -> tuple[str | None, str | None, str]:
     """`[ts TP0] msg` → (ts, 'TP0', msg); a line without the logger prefix → (None, None, line)."""
-    m = _PREFIX.search(line)
+    if "\n" not in line:
+        head = _PREFIX_HEAD.search(line)
+        if head:
+            return head.group("ts"), (head.group("ranks").strip() or None), line[head.end():]
+        m = None
+    else:
+        m = _PREFIX.search(line)
     if not m:
         launcher = _LAUNCHER.match(line)
         return None, None, line[launcher.end():] if launcher else line
@@ -269,18 +279,24 @@ def parse_prefill(msg: str) -> PrefillSample | None:
 
 @dataclass
 class SglangLogParser:
-    """Feed server log lines; `summary()` gives the `server-log --json` dict."""
+    """Feed server log lines; `summary()` gives the `server-log --json` dict.
+
+    A decode log is counted when fed, but its figures are parsed when read (`decode`, `history`,
+    `summary()`), and then only for the last `history_len` of them: a server logging thousands of decode
+    lines a second made the Server pane's parse 80 % of its follow thread, nine regex searches a line for
+    figures no one would read (benchmarks/log_ingest.py, docs/performance.md)."""
 
     history_len: int = 120
     ready: bool = False
     stages: list[Stage] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    decode: DecodeSample | None = None
     decode_samples: int = 0
     prefill: PrefillSample | None = None
     prefill_samples: int = 0
     load: Progress | None = None  # the latest "Loading ... checkpoint shards" bar
-    history: deque = field(init=False)  # (gen_throughput, accept_len) for a sparkline
+    _decode: DecodeSample | None = field(default=None, init=False, repr=False)
+    _history: deque = field(init=False, repr=False)  # (gen_throughput, accept_len) for a sparkline
+    _pending: deque = field(init=False, repr=False)  # decode log lines fed but not parsed yet
     _stage_seen: set[str] = field(default_factory=set)
     _codes: dict[str, list] = field(default_factory=dict)  # code → [severity, count, first line, advice]
     _tb: list[str] | None = None  # head of a traceback being read
@@ -290,7 +306,34 @@ class SglangLogParser:
     args_dump: str | None = None  # "repr" (ServerArgs(...)) or "dict" (0.5.23) once the dump was seen
 
     def __post_init__(self) -> None:
-        self.history = deque(maxlen=self.history_len)
+        self._history = deque(maxlen=self.history_len)
+        self._pending = deque(maxlen=max(1, self.history_len))  # older ones would leave the history anyway
+
+    @property
+    def decode(self) -> DecodeSample | None:
+        """The latest decode log's figures."""
+        self._flush()
+        return self._decode
+
+    @property
+    def history(self) -> deque:
+        """(gen_throughput, accept_len) of the last `history_len` decode logs, oldest first."""
+        self._flush()
+        return self._history
+
+    def _flush(self) -> None:
+        """Parse the decode logs fed since the last read (at most `history_len` of them)."""
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, deque(maxlen=self._pending.maxlen)
+        for line in pending:
+            _ts, ranks, msg = split_prefix(line)
+            sample = parse_decode(msg)
+            assert sample is not None  # feed_line checked it
+            tp = _RANK_TP.search(ranks or "")
+            sample.tp_rank = int(tp.group(1)) if tp else None
+            self._decode = sample
+            self._history.append((sample.gen_throughput, sample.accept_len))
 
     def feed(self, lines: Iterable[str]) -> None:
         for line in lines:
@@ -298,6 +341,14 @@ class SglangLogParser:
 
     def feed_line(self, line: str) -> None:
         line = line.rstrip("\r\n")
+        # A decode log (most of a serving log) is kept whole, to be split and parsed if read (`_flush`). The
+        # three searches give what they give on the message alone: no logger or launcher prefix can hold
+        # their text; the checks before them below (a traceback being read, the loading bar) come first here too.
+        if (self._tb is None and "Decode batch" in line and "checkpoint shards:" not in line
+                and _DECODE.search(line) and _THROUGHPUT.search(line) and _RUNNING.search(line)):
+            self.decode_samples += 1
+            self._pending.append(line)
+            return
         ts, ranks, msg = split_prefix(line)
         if self._tb is not None and self._traceback_line(msg, ts):
             return
@@ -307,12 +358,9 @@ class SglangLogParser:
                 self.load = progress
                 return
         if "batch" in msg:
-            sample = parse_decode(msg)
-            if sample is not None:
-                tp = _RANK_TP.search(ranks or "")
-                sample.tp_rank = int(tp.group(1)) if tp else None
-                self.decode, self.decode_samples = sample, self.decode_samples + 1
-                self.history.append((sample.gen_throughput, sample.accept_len))
+            if _DECODE.search(msg) and _THROUGHPUT.search(msg) and _RUNNING.search(msg):  # parse_decode's test
+                self.decode_samples += 1
+                self._pending.append(line)
                 return
             pre = parse_prefill(msg)
             if pre is not None:
