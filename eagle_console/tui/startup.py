@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
-from typing import NamedTuple
+from collections.abc import Callable
+from functools import partial
+from typing import Any, NamedTuple
 
 EXIT_AFTER_FIRST_PAINT = "EAGLE_CONSOLE_EXIT_AFTER_FIRST_PAINT"
 
@@ -12,6 +15,15 @@ EXIT_AFTER_FIRST_PAINT = "EAGLE_CONSOLE_EXIT_AFTER_FIRST_PAINT"
 class FirstPaint(NamedTuple):
     seconds: float  # from process start to the first refresh
     modules: dict[str, bool]
+
+
+def benchmark_exit(app: Any) -> bool:
+    """At the first frame: when the startup benchmark asked, keep the time and what was loaded, and exit."""
+    if not os.environ.get(EXIT_AFTER_FIRST_PAINT):
+        return False
+    app.first_paint = FirstPaint(process_age(), {m: m in sys.modules for m in ("torch", "safetensors", "numpy")})
+    app.exit(0)
+    return True
 
 
 def process_age() -> float:
@@ -28,3 +40,24 @@ def process_age() -> float:
         return uptime - start_ticks / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return 0.0
+
+
+class FirstFrameGate:
+    """What waits for the console's first settled frame: the panes' pollers (tui/panes/_logview.Poller).
+    Threads started at the first refresh held the GIL through the refreshes still to come before the
+    screen settled (importing psutil and the log parser, opening NVML)."""
+
+    def __init__(self) -> None:
+        self._waiting: list[Callable[[], Any]] | None = []
+
+    def call(self, app: Any, fn: Callable[..., Any], *args: Any) -> None:
+        """`fn(*args)` once the gate opens; after it did, after the next refresh."""
+        if self._waiting is None:
+            app.call_after_refresh(fn, *args)
+        else:
+            self._waiting.append(partial(fn, *args))
+
+    def open(self) -> None:
+        waiting, self._waiting = self._waiting or [], None
+        for fn in waiting:
+            fn()

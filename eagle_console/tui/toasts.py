@@ -16,7 +16,8 @@ def place(app: Any) -> None:
         return
     below = app.detail.outer_size.height + bars.first().outer_size.height
     for rack in app.detail.screen.query("ToastRack"):  # the main screen's, even under a dialog
-        rack.styles.margin = (0, 0, below, 1)
+        if tuple(rack.styles.margin) != (0, 0, below, 1):  # the same margin set again still relays the screen
+            rack.styles.margin = (0, 0, below, 1)
     fit(app)
 
 

@@ -43,9 +43,14 @@ class Poller(Generic[T]):
 
     def start(self, delay: float = 0.0) -> None:
         """Begin polling once the owner is on screen: a reading thread started during the first layout
-        would take the GIL from it (the first frame came ~80 ms later with the GPU poll started at mount)."""
+        would take the GIL from it (the first frame came ~80 ms later with the GPU poll started at mount).
+        In the console, once its first screen has settled (`ConsoleApp.first_frame`, tui/startup.py)."""
         self.stopped = False
-        self.owner.call_after_refresh(self._spawn, delay)
+        gate = getattr(self.owner.app, "first_frame", None)
+        if gate is not None:
+            gate.call(self.owner, self._spawn, delay)
+        else:
+            self.owner.call_after_refresh(self._spawn, delay)
 
     def stop(self) -> None:
         self.stopped = True

