@@ -14,7 +14,7 @@ from eagle_console.plan.safe_text import printable
 from eagle_console.tui.cells import ellipsise
 from eagle_console.tui.labels import rollback_label
 from eagle_console.tui.messages import ToastRoomChanged
-from eagle_console.tui.panes._logview import Poller, QuietStatic
+from eagle_console.tui.panes._logview import UNCHANGED, Poller, QuietStatic
 
 if TYPE_CHECKING:
     from eagle_console.plan.model import Plan
@@ -137,16 +137,17 @@ class DetailLine(QuietStatic):
             self.show(*self._last)
 
     def _read_drafter(self) -> tuple[str, list[str]] | None:
-        """Worker: the selected step's drafter report when its inputs or the journal changed, else None."""
+        """Worker: the selected step's drafter report when its inputs or the journal changed, else UNCHANGED
+        (nothing handed to the event loop)."""
         if self._last is None:
-            return None
+            return UNCHANGED
         plan, item_id, snap = self._last
         if not item_id or not drafter_actions(plan.step(item_id)):
             self._drafter_key = None
-            return None
+            return UNCHANGED
         key = (id(plan), item_id, snap.event_id if snap else None, drafter_inputs_stamp(plan, item_id))
         if key == self._drafter_key:
-            return None
+            return UNCHANGED
         self._drafter_key = key
         return item_id, drafter_lines(plan, item_id)
 

@@ -12,7 +12,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from eagle_console.node.fdcache import LinkCache
+from eagle_console.node.fdcache import LinkCache, ScanReuse
 from eagle_console.node.gpus.unseen import unseen_by_gpu, unseen_notes
 from eagle_console.tui.cells import cells, cut
 from eagle_console.tui.messages import PlanReloaded, ReadGpusNow
@@ -39,13 +39,20 @@ class GpuReading(NamedTuple):
     pid_namespace: str = "local"  # "foreign": NVML reports another namespace's pids (LXC, Docker)
 
 
-def read_gpus(backend: GpuBackend, ctx: ConsoleContext, links: LinkCache | None = None) -> GpuReading:
-    """One blocking reading: the backend's sample plus the classified holders (runs in a worker)."""
+def read_gpus(backend: GpuBackend, ctx: ConsoleContext, links: LinkCache | None = None,
+              reuse: ScanReuse | None = None) -> GpuReading:
+    """One blocking reading: the backend's sample plus the classified holders (runs in a worker); with
+    `reuse`, the last holder scan while nothing it was made from changed (node/fdcache.ScanReuse)."""
     from eagle_console.node.procs import scan_node
     from eagle_console.ops.rank_sessions import tracked_here
 
     sample = backend.sample()  # tracked_here: a multi-node server's rank here is its step's, not `other`
-    scan = scan_node(sample, tracked_here(ctx.journal), device_prefix=backend.device_prefix, links=links)
+    tracked = tracked_here(ctx.journal)
+    scan = reuse.get(sample, tracked) if reuse is not None else None
+    if scan is None:
+        scan = scan_node(sample, tracked, device_prefix=backend.device_prefix, links=links)
+        if reuse is not None:
+            reuse.put(sample, tracked, scan)
     return GpuReading(sample, scan.holders, scan.pid_namespace)
 
 
@@ -198,6 +205,7 @@ class GpuPane(VerticalScroll):
         self.refresh_s = refresh_s
         self.backend: GpuBackend | None = None
         self.links = LinkCache()  # the once-a-second scan rereads only new fds (node/fdcache.py)
+        self.reuse = ScanReuse()  # and runs only when the sample, the tracked runs or a holder's parent changed
         self.last: GpuReading | None = None
         self.steady_unseen: set[int] = set()  # GPUs with memory out of sight in this reading and the one before
         self._unseen_before: set[int] = set()
@@ -222,9 +230,11 @@ class GpuPane(VerticalScroll):
 
     # What the App tells it (tui.messages): read again at once, not at the next poll.
     def on_read_gpus_now(self, message: ReadGpusNow) -> None:
+        self.reuse.clear()
         self.poller.poke()
 
     def on_plan_reloaded(self, message: PlanReloaded) -> None:
+        self.reuse.clear()
         self.poller.poke()
 
     def _read(self) -> GpuReading:
@@ -232,7 +242,7 @@ class GpuPane(VerticalScroll):
             from eagle_console.node.gpus import open_backend
 
             self.backend = open_backend(self.ctx.sim_dir)
-        return read_gpus(self.backend, self.ctx, self.links)
+        return read_gpus(self.backend, self.ctx, self.links, self.reuse)
 
     def _show(self, reading: GpuReading) -> None:
         # A killed process leaves NVML's lists before its memory leaves the total (H200, driver 580.159.04):

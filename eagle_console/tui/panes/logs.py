@@ -142,15 +142,20 @@ class LogTabs(Vertical):
     def _show_tab(self, tab_id: str) -> None:
         if tab_id != self.active:  # another tab was chosen meanwhile
             return
-        if tab_id not in self._added:  # shown before it was added: build it now
+        if tab_id not in self._added:  # shown before it was added: build it now, and come back once mounted
             self._add_tab(tab_id, set_current=True)
+            self.call_after_refresh(self._show_tab, tab_id)
             return
         switcher = self.query_one(ContentSwitcher)
         if not switcher.query_children(f"#{tab_id}"):  # added a moment ago, not mounted yet: once it is
             self.call_after_refresh(self._show_tab, tab_id)
             return
         switcher.current = tab_id
-        for pane in self.query_one(f"#{tab_id}").children:  # a hidden pane polled slowly: catch up now
+        self.call_after_refresh(self._poke, tab_id)  # once laid out: a poll that still found it hidden slept on
+
+    def _poke(self, tab_id: str) -> None:
+        """The shown tab's pane slept while hidden: catch up now."""
+        for pane in self.query(f"#{tab_id} > *"):
             poller = getattr(pane, "poller", None)
             if poller is not None:
                 poller.poke()

@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Static
 from eagle_console.figures import format_value
 from eagle_console.tui.cells import ellipsise
 from eagle_console.tui.messages import PlanReloaded
-from eagle_console.tui.panes._logview import HIDDEN_S, Poller
+from eagle_console.tui.panes._logview import Poller
 from eagle_console.tui.theme import tstyle
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ class ResultsPane(Vertical):
         self.results: list[Result] = []
         self._key: Any = None
         self.poller = Poller(self, refresh_s, self._read, self._show, self._failed, name="results-poll",
-                             hidden_interval=HIDDEN_S)
+                             sleep_hidden=True)
 
     def compose(self):
         yield Static("", id="results-headline", markup=False)
