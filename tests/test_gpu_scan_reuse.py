@@ -50,22 +50,22 @@ def test_a_scan_stands_while_nothing_changed_and_not_a_moment_longer(parent_and_
     shell, child = parent_and_child
     reuse = ScanReuse()
     scan = HolderScan([Holder(child, shell.pid, "op", "sleep 60", [0], 1024.0)], "local")
-    reuse.put(sample(), [], scan)
-    assert reuse.get(sample(util=97), []) is scan  # busier, the same memory and processes: no new scan
-    assert reuse.get(sample(used=2048.0), []) is None  # memory moved
-    assert reuse.get(sample(pids=(4242, 4343)), []) is None  # a process came
-    assert reuse.get(sample(), ["a tracked run"]) is None  # a run started or ended
-    assert reuse.get(sample(), []) is scan
+    reuse.put(sample(), 100, scan)  # 100: the journal's last event id when the tracked runs were read
+    assert reuse.get(sample(util=97), 100) is scan  # busier, the same memory and processes: no new scan
+    assert reuse.get(sample(used=2048.0), 100) is None  # memory moved
+    assert reuse.get(sample(pids=(4242, 4343)), 100) is None  # a process came
+    assert reuse.get(sample(), 101) is None  # a run started or ended
+    assert reuse.get(sample(), 100) is scan
     os.kill(shell.pid, signal.SIGKILL)  # the holder's parent dies: it is an orphan now, seen at once
     shell.wait()
     deadline = time.monotonic() + 10
     while psutil.Process(child).ppid() == shell.pid and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert reuse.get(sample(), []) is None
-    reuse.put(sample(), [], scan)
+    assert reuse.get(sample(), 100) is None
+    reuse.put(sample(), 100, scan)
     reuse.clear()  # a kill or a plan reload
-    assert reuse.get(sample(), []) is None
-    assert ScanReuse(full_s=0).get(sample(), []) is None
+    assert reuse.get(sample(), 100) is None
+    assert ScanReuse(full_s=0).get(sample(), 100) is None
 
 
 def test_an_idle_gpus_pane_scans_the_processes_once_not_every_second(tmp_path, monkeypatch):

@@ -46,13 +46,15 @@ def read_gpus(backend: GpuBackend, ctx: ConsoleContext, links: LinkCache | None 
     from eagle_console.node.procs import scan_node
     from eagle_console.ops.rank_sessions import tracked_here
 
-    sample = backend.sample()  # tracked_here: a multi-node server's rank here is its step's, not `other`
-    tracked = tracked_here(ctx.journal)
-    scan = reuse.get(sample, tracked) if reuse is not None else None
-    if scan is None:
-        scan = scan_node(sample, tracked, device_prefix=backend.device_prefix, links=links)
+    sample = backend.sample()
+    # The tracked runs come from the journal: its last event id stands for them (with 12,500 runs in it,
+    # reading them every second was most of what a long history cost an idle console).
+    journal_at = ctx.journal.last_event_id() if reuse is not None else None
+    scan = reuse.get(sample, journal_at) if reuse is not None else None
+    if scan is None:  # tracked_here: a multi-node server's rank here is its step's, not `other`
+        scan = scan_node(sample, tracked_here(ctx.journal), device_prefix=backend.device_prefix, links=links)
         if reuse is not None:
-            reuse.put(sample, tracked, scan)
+            reuse.put(sample, journal_at, scan)
     return GpuReading(sample, scan.holders, scan.pid_namespace)
 
 
