@@ -97,7 +97,8 @@ def main() -> int:
         for label, tree in trees.items():
             env = {**os.environ, "EAGLE_CONSOLE_GPU_BACKEND": "sim"}
             if tree is not None:  # the older code first on sys.path, the benchmark's own helpers still found
-                env["PYTHONPATH"] = os.pathsep.join([str(tree), str(Path(__file__).resolve().parent)])
+                env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), str(Path(__file__).resolve().parent),
+                                                                  env.get("PYTHONPATH")]))
             r = subprocess.run([sys.executable, __file__, "--child", str(plans[n]), "--sim", str(sim),
                                 "--seconds", str(args.seconds)], capture_output=True, text=True, env=env,
                                cwd=tree or Path(__file__).resolve().parent.parent)

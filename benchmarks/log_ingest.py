@@ -142,7 +142,7 @@ def main() -> int:
     for label, tree in trees.items():  # each in its own process, right after the reference, in this run
         env = dict(os.environ)
         if tree is not None:  # the older code first on sys.path
-            env["PYTHONPATH"] = str(tree)
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), env.get("PYTHONPATH")]))
         r = subprocess.run([sys.executable, __file__, "--child-console", str(folder), "--seconds", str(ARGS.seconds),
                             "--rate", str(ARGS.rate)], capture_output=True, text=True, env=env,
                            cwd=tree or Path(__file__).resolve().parent.parent)

@@ -153,7 +153,8 @@ def main() -> int:
     nvitop = shutil.which("nvitop") or str(Path(sys.executable).with_name("nvitop"))
     programs = [PtyProgram("console", console_argv(plan), env)]
     if args.before:
-        before_env = {**env, "PYTHONPATH": str(args.before.resolve()), "EAGLE_CONSOLE_STATE": str(tmp / "state-before")}
+        path = os.pathsep.join(filter(None, [str(args.before.resolve()), env.get("PYTHONPATH")]))
+        before_env = {**env, "PYTHONPATH": path, "EAGLE_CONSOLE_STATE": str(tmp / "state-before")}
         programs.append(PtyProgram("console (before)", console_argv(plan), before_env, cwd=args.before.resolve()))
     if Path(nvitop).exists():
         programs.append(PtyProgram("nvitop --interval 1", [nvitop, "--interval", "1"], env))

@@ -77,7 +77,9 @@ def main() -> int:
     bare = [sys.executable, str(ROOT / "benchmarks" / "_bare_app.py")]
     # The older code from its own tree: first on sys.path (the cwd of `-m`, then PYTHONPATH), so neither
     # the editable install nor this checkout is what it imports.
-    before_env = {**env, "PYTHONPATH": str(args.before.resolve())} if args.before else env
+    before_env = ({**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(args.before.resolve()),
+                                                                   env.get("PYTHONPATH")]))}
+                  if args.before else env)
     timed(console, env)  # warm the page cache and bytecode for both, so neither pays first-run costs
     timed(bare, env)
     if args.before:
