@@ -38,6 +38,33 @@ def test_a_hidden_tab_sleeps_and_catches_up_when_shown(tmp_path, monkeypatch):
     asyncio.run(main())
 
 
+def test_the_hidden_metrics_tab_keeps_watch(tmp_path, monkeypatch):
+    """Unlike the log tabs, the Metrics pane reads /metrics while hidden, every WATCH_S: its alarms raise a
+    toast whichever tab is shown (issue 33). Issue 31's tabs that sleep while hidden must not take it along."""
+    from eagle_console.journal import Journal
+    from eagle_console.plan.loader import load_plan
+    from eagle_console.tui.app import make_app
+    from eagle_console.tui.panes._logview import WATCH_S
+    from eagle_console.tui.panes.metrics import MetricsPane
+
+    monkeypatch.setenv("EAGLE_CONSOLE_GPU_BACKEND", "none")
+    plan = load_plan(write_plan(tmp_path, '[[phase]]\nid = "0"\ntitle = "P"\n\n'
+                                          '[[phase.step]]\nid = "0.1"\ntitle = "x"\nrun = "true"\n'))
+    app = make_app(plan, Journal.for_plan(plan))
+
+    async def main() -> None:
+        async with app.run_test(size=(120, 40)) as pilot:
+            pane = await until(pilot, lambda: next(iter(app.query(MetricsPane)), None), what="Metrics pane built")
+            polls = []
+            real_poll = pane.poller.work
+            monkeypatch.setattr(pane.poller, "work", lambda: polls.append(1) or real_poll())
+            await until(pilot, lambda: len(polls) >= 2, what="two polls of the hidden Metrics pane")
+            assert not pane.is_on_screen and pane.poller._next_interval() == WATCH_S
+        app.ctx.journal.close()
+
+    asyncio.run(main())
+
+
 def test_a_quiet_static_redraws_only_what_changed():
     from rich.text import Text
     from textual.app import App
