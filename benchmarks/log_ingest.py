@@ -5,13 +5,18 @@ Reports lines/s delivered by each (and the ratio), key-press-to-repaint latency 
 status line changes, measured through Pilot) during the flood, and RSS after 2M lines (the buffer is
 bounded, so it must not grow with the line count).
 
-    .venv/bin/python benchmarks/log_ingest.py [--seconds 20] [--rate 100000]
+Each console runs in a process of its own after the `tail -f` reference; `--before DIR` adds an older
+checkout's console to the same run. Target (issue 31): ≥ 0.9x tail -f, done < 1 s after it.
+
+    .venv/bin/python benchmarks/log_ingest.py [--seconds 20] [--rate 100000] [--before OLD_CHECKOUT]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
 import statistics
 import subprocess
 import sys
@@ -102,39 +107,59 @@ def tail_reference(path: Path, seconds: float) -> dict:
     return {"written": written, "received": got, "elapsed": elapsed}
 
 
-def main() -> int:
+def child_console(folder: Path) -> None:
+    """The console half in a process of its own (this checkout's code, or --before's): prints its figures."""
     import psutil
 
     from eagle_console.journal import Journal
     from eagle_console.plan.loader import load_plan
     from eagle_console.tui.context import ConsoleContext
 
+    plan_path = folder / "plan.toml"
+    plan = load_plan(plan_path)
+    journal = Journal.for_plan(plan)
+    log = folder / f"sglang-{time.monotonic_ns()}.log"
+    log.write_text("")
+    journal.begin_run("0.3", command="sglang", log=str(log), service=True, force=True)
+    ctx = ConsoleContext(plan_path=plan_path, plan=plan, journal=journal, selected_step_id="0.3")
+    rss0 = psutil.Process().memory_info().rss
+    con = asyncio.run(console(log, ctx, ARGS.seconds))
+    print(json.dumps({**con, "rss0": rss0}))
+
+
+def main() -> int:
     folder = Path(tempfile.mkdtemp())
     plan_path = folder / "plan.toml"
     plan_path.write_text('[plan]\nid = "b"\ntitle = "b"\n\n[[phase]]\nid = "0"\ntitle = "p"\n\n[[phase.step]]\n'
                          'id = "0.3"\ntitle = "server"\nservice = true\nrun = "true"\nready = { log = "ready" }\n')
-    plan = load_plan(plan_path)
-    journal = Journal.for_plan(plan)
-    ref_log, log = folder / "ref.log", folder / "sglang.log"
-    ref_log.write_text(""), log.write_text("")
-    journal.begin_run("0.3", command="sglang", log=str(log), service=True)
-    ctx = ConsoleContext(plan_path=plan_path, plan=plan, journal=journal, selected_step_id="0.3")
-
+    ref_log = folder / "ref.log"
+    ref_log.write_text("")
     ref = tail_reference(ref_log, ARGS.seconds)
-    rss0 = psutil.Process().memory_info().rss
-    con = asyncio.run(console(log, ctx, ARGS.seconds))
     ref_rate = ref["received"] / ref["elapsed"]
-    con_rate = con["received"] / con["elapsed"]
-    lat = sorted(con["latencies"])
     print(f"writer: {ARGS.rate} lines/s for {ARGS.seconds:g}s")
     print(f"tail -f : {ref['received']}/{ref['written']} lines in {ref['elapsed']:.1f}s = {ref_rate:,.0f} lines/s")
-    print(f"console : {con['received']}/{con['written']} lines in {con['elapsed']:.1f}s = {con_rate:,.0f} lines/s "
-          f"(ratio to tail -f {con_rate / ref_rate:.2f})")
-    if lat:
-        print(f"toggle_follow→repaint during the flood: median {statistics.median(lat) * 1000:.0f} ms, "
-              f"max {lat[-1] * 1000:.0f} ms over {len(lat)} presses")
-    print(f"memory: RSS {con['rss'] / 2**20:.0f} MiB after {con['received']:,} lines "
-          f"(before the App {rss0 / 2**20:.0f} MiB), {con['buffered']} lines buffered")
+    trees = {"console": None, "console (before)": ARGS.before.resolve()} if ARGS.before else {"console": None}
+    for label, tree in trees.items():  # each in its own process, right after the reference, in this run
+        env = dict(os.environ)
+        if tree is not None:  # the older code first on sys.path
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), env.get("PYTHONPATH")]))
+        r = subprocess.run([sys.executable, __file__, "--child-console", str(folder), "--seconds", str(ARGS.seconds),
+                            "--rate", str(ARGS.rate)], capture_output=True, text=True, env=env,
+                           cwd=tree or Path(__file__).resolve().parent.parent)
+        if r.returncode != 0:
+            print(r.stderr[-3000:], file=sys.stderr)
+            return 1
+        con = json.loads(r.stdout.strip().splitlines()[-1])
+        con_rate = con["received"] / con["elapsed"]
+        lag = con["elapsed"] - ref["elapsed"]
+        lat = sorted(con["latencies"])
+        print(f"{label} : {con['received']}/{con['written']} lines in {con['elapsed']:.1f}s = {con_rate:,.0f} lines/s "
+              f"(ratio to tail -f {con_rate / ref_rate:.2f}; done {lag:+.1f}s after tail)")
+        if lat:
+            print(f"  toggle_follow→repaint during the flood: median {statistics.median(lat) * 1000:.0f} ms, "
+                  f"max {lat[-1] * 1000:.0f} ms over {len(lat)} presses")
+        print(f"  memory: RSS {con['rss'] / 2**20:.0f} MiB after {con['received']:,} lines "
+              f"(before the App {con['rss0'] / 2**20:.0f} MiB), {con['buffered']} lines buffered")
     return 0
 
 
@@ -143,8 +168,14 @@ if __name__ == "__main__":
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--rate", type=int, default=100_000)
     ap.add_argument("--writer", type=Path)
+    ap.add_argument("--child-console", type=Path)
+    ap.add_argument("--before", type=Path, default=None,
+                    help="an older checkout: its console follows the same flood in the same run (before/after)")
     ARGS = ap.parse_args()
     if ARGS.writer:
         writer(ARGS.writer, ARGS.seconds, ARGS.rate)
+        sys.exit(0)
+    if ARGS.child_console:
+        child_console(ARGS.child_console)
         sys.exit(0)
     sys.exit(main())

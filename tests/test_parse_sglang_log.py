@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from eagle_console.parse.sglang_log import (
+    POINTS_LEN,
     SglangLogParser,
     parse_decode,
     parse_prefill,
@@ -162,3 +163,49 @@ def test_cli_server_log(tmp_path: Path) -> None:
     assert r.returncode == 1 and "NOT_ENOUGH_MEMORY" in r.stdout
     r = run_cli("server-log", str(tmp_path / "nope.log"))
     assert r.returncode == 2 and "no such file" in r.stderr and "Traceback" not in r.stderr
+
+
+def _flood(count: int) -> list[str]:
+    """`count` decode logs with distinct figures, and between them the other lines a server writes."""
+    base = lines("sglang11948_eagle3_decode_tp0.txt")[1]
+    out = []
+    for i in range(count):
+        out.append(base.replace("0.39", f"{100 + i % 997}.{i % 100:02d}").replace("2.17", f"{1 + (i % 89) / 100:.2f}"))
+        if i % 500 == 0:
+            out.append("[2026-01-05 10:27:57 TP0] Prefill batch. #new-seq: 1, #new-token: 28, #cached-token: 0, "
+                       "token usage: 0.00, #running-req: 0, #queue-req: 0")
+            out.append("[2026-01-05 10:27:57] INFO:     127.0.0.1:41452 - \"POST /generate HTTP/1.1\" 200 OK")
+    return out
+
+
+def test_a_flood_of_decode_logs_reads_as_if_each_was_parsed_when_fed() -> None:
+    flood = _flood(5000)
+    p = SglangLogParser(history_len=120)
+    fed: list = []
+    for start in range(0, len(flood), 777):  # read between batches, as the Server pane's poll does
+        batch = flood[start:start + 777]
+        p.feed(batch)
+        fed += [s for s in (parse_decode(split_prefix(x)[2]) for x in batch) if s is not None]
+        assert p.decode_samples == len(fed)
+        assert list(p.history) == [(s.gen_throughput, s.accept_len) for s in fed[-120:]]
+        assert (p.decode.gen_throughput, p.decode.accept_len, p.decode.tp_rank) == (fed[-1].gen_throughput,
+                                                                                   fed[-1].accept_len, 0)
+        # the alarms' points (parse/alarms.py): the last POINTS_LEN timestamped ones, figures as fed
+        assert [(pt.gen_throughput, pt.accept_length, pt.running) for pt in p.points] == [
+            (s.gen_throughput, s.accept_len, s.running_req) for s in fed[-POINTS_LEN:]]
+    assert p.summary()["decode_samples"] == 5000 and p.prefill_samples == 10
+
+
+def test_a_flood_of_decode_logs_parses_the_figures_of_the_ones_read_only(monkeypatch) -> None:
+    """The Server pane follows a log of thousands of decode lines a second: their nine figures each were
+    parsed as they came (80 % of its follow thread); only the last `history_len` are ever shown, and the
+    last POINTS_LEN held for the alarms (issue 33)."""
+    import eagle_console.parse.sglang_log as sglang_log
+
+    calls = []
+    real = sglang_log.parse_decode
+    monkeypatch.setattr(sglang_log, "parse_decode", lambda msg: calls.append(msg) or real(msg))
+    p = SglangLogParser(history_len=120)
+    p.feed(_flood(5000))
+    assert p.summary()["decode_samples"] == 5000
+    assert len(calls) <= max(120, POINTS_LEN) < 5000

@@ -9,7 +9,9 @@ from enginekit import write_plan
 from tuikit import until
 
 
-def test_a_hidden_tab_polls_slowly_and_catches_up_when_shown(tmp_path, monkeypatch):
+def test_a_hidden_tab_sleeps_and_catches_up_when_shown(tmp_path, monkeypatch):
+    """A hidden tab's pane does not poll at all (issue 31: at one poll in 2 s, four of them still woke an
+    idle screen twice a second); shown, it polls at once and then at the full rate."""
     from eagle_console.journal import Journal
     from eagle_console.plan.loader import load_plan
     from eagle_console.tui.app import make_app
@@ -24,13 +26,40 @@ def test_a_hidden_tab_polls_slowly_and_catches_up_when_shown(tmp_path, monkeypat
     async def main() -> None:
         async with app.run_test(size=(120, 40)) as pilot:
             nccl = await until(pilot, lambda: next(iter(app.query(NcclPane)), None), what="NCCL pane built")
-            await until(pilot, lambda: nccl.poller._next_interval() == HIDDEN_S, what="hidden: slow polling")
+            await until(pilot, lambda: nccl.poller._next_interval() is HIDDEN_S is None, what="hidden: asleep")
             polls = []
             real_poll = nccl.poller.work
             monkeypatch.setattr(nccl.poller, "work", lambda: polls.append(1) or real_poll())
             await pilot.press("2")
-            await until(pilot, lambda: polls, timeout=HIDDEN_S / 2, what="a poll as soon as the tab is shown")
+            await until(pilot, lambda: polls, timeout=1.0, what="a poll as soon as the tab is shown")
             await until(pilot, lambda: nccl.poller._next_interval() == FOLLOW_S, what="shown: full rate")
+        app.ctx.journal.close()
+
+    asyncio.run(main())
+
+
+def test_the_hidden_metrics_tab_keeps_watch(tmp_path, monkeypatch):
+    """Unlike the log tabs, the Metrics pane reads /metrics while hidden, every WATCH_S: its alarms raise a
+    toast whichever tab is shown (issue 33). Issue 31's tabs that sleep while hidden must not take it along."""
+    from eagle_console.journal import Journal
+    from eagle_console.plan.loader import load_plan
+    from eagle_console.tui.app import make_app
+    from eagle_console.tui.panes._logview import WATCH_S
+    from eagle_console.tui.panes.metrics import MetricsPane
+
+    monkeypatch.setenv("EAGLE_CONSOLE_GPU_BACKEND", "none")
+    plan = load_plan(write_plan(tmp_path, '[[phase]]\nid = "0"\ntitle = "P"\n\n'
+                                          '[[phase.step]]\nid = "0.1"\ntitle = "x"\nrun = "true"\n'))
+    app = make_app(plan, Journal.for_plan(plan))
+
+    async def main() -> None:
+        async with app.run_test(size=(120, 40)) as pilot:
+            pane = await until(pilot, lambda: next(iter(app.query(MetricsPane)), None), what="Metrics pane built")
+            polls = []
+            real_poll = pane.poller.work
+            monkeypatch.setattr(pane.poller, "work", lambda: polls.append(1) or real_poll())
+            await until(pilot, lambda: len(polls) >= 2, what="two polls of the hidden Metrics pane")
+            assert not pane.is_on_screen and pane.poller._next_interval() == WATCH_S
         app.ctx.journal.close()
 
     asyncio.run(main())

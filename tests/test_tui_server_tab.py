@@ -77,8 +77,9 @@ def test_server_tab_opens_on_the_end_of_a_long_log(tmp_path: Path, size):
         await pilot.press("3")  # while another tab is shown, the log grows; then the Server tab again
         with open(log, "a") as f:
             f.write("".join(f"more line {n:03d}\n" for n in range(200)))
-        await until(pilot, lambda: pane.view.received == 556, what="the new lines read while hidden")
+        await pilot.pause(0.3)  # hidden, the pane sleeps (issue 31): the lines are read once it is shown
         await pilot.press("1")
+        await until(pilot, lambda: pane.view.received == 556, what="the lines written while hidden read")
         await pilot.pause(0.3)
         at_end(pane)
         assert "more line 199" in screen_text(app)
@@ -140,3 +141,25 @@ def test_server_status_shows_weight_loading(tmp_path: Path):
         assert pane.head.render().plain.splitlines()[0].startswith("starting:")
 
     drive(app, scenario)
+
+
+def test_a_log_hidden_by_zoom_is_followed_again_once_shown(tmp_path: Path):
+    """Hidden, a log pane does not poll (issue 31); `z` hides the tabs without telling them, so the pane's
+    thread looks now and then whether it is back: the lines written meanwhile come when it is."""
+    from eagle_console.tui.panes.server import ServerPane
+
+    path, log = with_service_log(tmp_path, ["[2025-10-22 10:27:56 TP0] Load weight begin. avail mem=78.00 GB"])
+    app, _ = open_app(path)
+
+    async def scenario(pilot):
+        pane = app.query_one(ServerPane)
+        await until(pilot, lambda: pane.view.received == 1, what="the log read")
+        await pilot.press("z")  # the GPUs pane alone: the tabs are hidden
+        await until(pilot, lambda: pane.poller._next_interval() is None, what="the pane asleep")
+        with open(log, "a") as f:
+            f.write("[2025-10-22 10:28:30 TP0] while zoomed\n")
+        for _ in range(4):  # logs, plan, step, then every pane again
+            await pilot.press("z")
+        await until(pilot, lambda: "while zoomed" in screen_text(app), what="the line written while zoomed")
+
+    drive(app, scenario, size=(120, 40))

@@ -71,7 +71,8 @@ def _run_console(plan_path: str | os.PathLike[str], *, state_dir: str | None, re
         os.environ["EAGLE_CONSOLE_SIM"] = str(Path(sim_dir).resolve())
     journal = open_journal(plan, readonly=readonly)  # --readonly writes nothing, not even a reconcile
     override = state_dir or os.environ.get("EAGLE_CONSOLE_STATE")
-    from eagle_console.tui.app import EXIT_AFTER_FIRST_PAINT, make_app
+    from eagle_console.tui.app import make_app
+    from eagle_console.tui.startup import EXIT_AFTER_FIRST_PAINT
 
     app = make_app(plan, journal, readonly=readonly, sim_dir=sim_dir,
                    state_dir_override=Path(override) if override else None, runs_stop_on_quit=runs_stop_on_quit)

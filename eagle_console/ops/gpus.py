@@ -20,8 +20,11 @@ if TYPE_CHECKING:
 
 def read_gpus(reader: GpuReader, journal: Journal | None = None, here: str | None = None) -> GpuReading:
     """One reading of `reader`'s GPUs, holders classified against the journal's runs on this machine (`here`:
-    the cluster node that is this machine, when known). Without a journal no run is tracked."""
-    return reader.read(tracked_here(journal, here))
+    the cluster node that is this machine, when known). Without a journal no run is tracked. A reader with a
+    kept scan (the GPUs pane's) reads the runs only when the journal's last event id moved."""
+    if reader.reuse is None or journal is None:
+        return reader.read(tracked_here(journal, here))
+    return reader.read(lambda: tracked_here(journal, here), runs_at=(journal.last_event_id(), here))
 
 
 def read_gpus_once(sim_dir: Path | None, journal: Journal | None = None) -> GpuReading:

@@ -25,6 +25,9 @@ from eagle_console.parse.tqdm import Progress, parse_progress
 # `.%(msecs)03d` after the seconds (`configure_logger`, srt/utils/common.py).
 _PREFIX = re.compile(
     r"\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?)(?P<ranks>(?: [A-Z_]+\d+)*)\] (?P<msg>.*)$")
+# The same up to the message: on a line without a newline the message is the rest of it (3x faster than
+# capturing it with `.*$`, on every line a followed log delivers).
+_PREFIX_HEAD = re.compile(_PREFIX.pattern.removesuffix("(?P<msg>.*)$"))
 _RANK_TP = re.compile(r"\bTP(\d+)\b")
 # What launchers put before a line: Ray `(WorkerDict pid=N) `, docker compose `sglang-1  | `.
 _LAUNCHER = re.compile(r"^(?:\([\w.-]+ pid=\d+(?:, ip=[\d.]+)?\) |[\w.-]+\s+\| )")
@@ -65,6 +68,7 @@ _FIELDS = {
     "cached_token": re.compile(r"#cached-token: (\d+)"),
     "input_throughput": re.compile(r"input throughput \(token/s\): ([0-9.]+)"),
 }
+_THROUGHPUT, _RUNNING = _FIELDS["gen_throughput"], _FIELDS["running_req"]
 
 # (code, severity, pattern, advice). Checked in order on every line; the first match names the error.
 ERRORS: tuple[tuple[str, str, re.Pattern[str], str], ...] = (
@@ -216,7 +220,13 @@ class PrefillSample:
 
 def split_prefix(line: str) -> tuple[str | None, str | None, str]:
     """`[ts TP0] msg` → (ts, 'TP0', msg); a line without the logger prefix → (None, None, line)."""
-    m = _PREFIX.search(line)
+    if "\n" not in line:
+        head = _PREFIX_HEAD.search(line)
+        if head:
+            return head.group("ts"), (head.group("ranks").strip() or None), line[head.end():]
+        m = None
+    else:
+        m = _PREFIX.search(line)
     if not m:
         launcher = _LAUNCHER.match(line)
         return None, None, line[launcher.end():] if launcher else line
@@ -268,22 +278,31 @@ def parse_prefill(msg: str) -> PrefillSample | None:
                          opt("queue_req", int), opt("input_throughput", float))  # type: ignore[arg-type]
 
 
+POINTS_LEN = 600  # decode logs kept for the alarms (parse/alarms.py holds each for HOLD_S of them)
+
+
 @dataclass
 class SglangLogParser:
-    """Feed server log lines; `summary()` gives the `server-log --json` dict."""
+    """Feed server log lines; `summary()` gives the `server-log --json` dict.
+
+    A decode log is counted when fed, but its figures are parsed when read (`decode`, `history`, `points`,
+    `summary()`), and then only for the last max(`history_len`, POINTS_LEN) of them: a server logging
+    thousands of decode lines a second made the Server pane's parse 80 % of its follow thread, nine regex
+    searches a line for figures no one would read (benchmarks/log_ingest.py, docs/performance.md)."""
 
     history_len: int = 120
     baseline_tok_s: float | None = None  # BELOW_BASELINE's line (`server-log --baseline`, the plan's tok_s)
     ready: bool = False
     stages: list[Stage] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    decode: DecodeSample | None = None
     decode_samples: int = 0
     prefill: PrefillSample | None = None
     prefill_samples: int = 0
     load: Progress | None = None  # the latest "Loading ... checkpoint shards" bar
-    history: deque = field(init=False)  # (gen_throughput, accept_len) for a sparkline
-    points: deque = field(init=False)  # alarms.Point per timestamped decode log, for the alarms
+    _decode: DecodeSample | None = field(default=None, init=False, repr=False)
+    _history: deque = field(init=False, repr=False)  # (gen_throughput, accept_len) for a sparkline
+    _points: deque = field(init=False, repr=False)  # alarms.Point per timestamped decode log, for the alarms
+    _pending: deque = field(init=False, repr=False)  # decode log lines fed but not parsed yet
     _stage_seen: set[str] = field(default_factory=set)
     _codes: dict[str, list] = field(default_factory=dict)  # code → [severity, count, first line, advice]
     _tb: list[str] | None = None  # head of a traceback being read
@@ -293,8 +312,46 @@ class SglangLogParser:
     args_dump: str | None = None  # "repr" (ServerArgs(...)) or "dict" (0.5.23) once the dump was seen
 
     def __post_init__(self) -> None:
-        self.history = deque(maxlen=self.history_len)
-        self.points = deque(maxlen=600)
+        self._history = deque(maxlen=self.history_len)
+        self._points = deque(maxlen=POINTS_LEN)
+        # older ones would leave both the history and the alarms' points anyway
+        self._pending = deque(maxlen=max(1, self.history_len, POINTS_LEN))
+
+    @property
+    def decode(self) -> DecodeSample | None:
+        """The latest decode log's figures."""
+        self._flush()
+        return self._decode
+
+    @property
+    def history(self) -> deque:
+        """(gen_throughput, accept_len) of the last `history_len` decode logs, oldest first."""
+        self._flush()
+        return self._history
+
+    @property
+    def points(self) -> deque:
+        """alarms.Point of the last POINTS_LEN timestamped decode logs, oldest first."""
+        self._flush()
+        return self._points
+
+    def _flush(self) -> None:
+        """Parse the decode logs fed since the last read (at most the last max(history_len, POINTS_LEN))."""
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, deque(maxlen=self._pending.maxlen)
+        for line in pending:
+            ts, ranks, msg = split_prefix(line)
+            sample = parse_decode(msg)
+            assert sample is not None  # feed_line checked it
+            tp = _RANK_TP.search(ranks or "")
+            sample.tp_rank = int(tp.group(1)) if tp else None
+            self._decode = sample
+            self._history.append((sample.gen_throughput, sample.accept_len))
+            t = _epoch(ts)
+            if t is not None:
+                self._points.append(alarms.Point(t, sample.running_req, sample.accept_len,
+                                                 sample.gen_throughput, sample.token_usage))
 
     def feed(self, lines: Iterable[str]) -> None:
         for line in lines:
@@ -302,6 +359,14 @@ class SglangLogParser:
 
     def feed_line(self, line: str) -> None:
         line = line.rstrip("\r\n")
+        # A decode log (most of a serving log) is kept whole, to be split and parsed if read (`_flush`). The
+        # three searches give what they give on the message alone: no logger or launcher prefix can hold
+        # their text; the checks before them below (a traceback being read, the loading bar) come first here too.
+        if (self._tb is None and "Decode batch" in line and "checkpoint shards:" not in line
+                and _DECODE.search(line) and _THROUGHPUT.search(line) and _RUNNING.search(line)):
+            self.decode_samples += 1
+            self._pending.append(line)
+            return
         ts, ranks, msg = split_prefix(line)
         if self._tb is not None and self._traceback_line(msg, ts):
             return
@@ -311,16 +376,9 @@ class SglangLogParser:
                 self.load = progress
                 return
         if "batch" in msg:
-            sample = parse_decode(msg)
-            if sample is not None:
-                tp = _RANK_TP.search(ranks or "")
-                sample.tp_rank = int(tp.group(1)) if tp else None
-                self.decode, self.decode_samples = sample, self.decode_samples + 1
-                self.history.append((sample.gen_throughput, sample.accept_len))
-                t = _epoch(ts)
-                if t is not None:
-                    self.points.append(alarms.Point(t, sample.running_req, sample.accept_len,
-                                                    sample.gen_throughput, sample.token_usage))
+            if _DECODE.search(msg) and _THROUGHPUT.search(msg) and _RUNNING.search(msg):  # parse_decode's test
+                self.decode_samples += 1
+                self._pending.append(line)
                 return
             pre = parse_prefill(msg)
             if pre is not None:

@@ -7,9 +7,7 @@ widget change. Keys that change something go through `eagle_console.ops` in thre
 
 from __future__ import annotations
 
-import os
 import socket
-import sys
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -32,14 +30,13 @@ from eagle_console.tui.panes.detail import DetailLine
 from eagle_console.tui.panes.logs import GPU_PANE, LogTabs, build_pane, mount_hidden_panes
 from eagle_console.tui.panes.plan_tree import PlanPane
 from eagle_console.tui.panes.step_info import StepInfo
-from eagle_console.tui.startup import EXIT_AFTER_FIRST_PAINT, FirstPaint, process_age
+from eagle_console.tui.startup import FirstFrameGate, FirstPaint, benchmark_exit
 
 if TYPE_CHECKING:
     from eagle_console.journal import Journal
     from eagle_console.plan.model import Plan, Step
 
-# The right-hand tab panes (built lazily, so the App knows them only by place): StepSelected and
-# PlanReloaded go to each; a HiddenPane placeholder has no handler and ignores them.
+# The right-hand tab panes built so far (lazily: the App knows them by place) get StepSelected, PlanReloaded.
 TAB_PANES = "#logs ContentSwitcher > Vertical > *"
 
 
@@ -58,6 +55,8 @@ class ConsoleApp(App[int]):
         self.first_paint: FirstPaint | None = None
         self.quit_message: str | None = None  # what keeps running, also printed once the terminal is back
         self._notices = workers.Notices(ctx.journal.last_event_id())
+        self.first_frame = FirstFrameGate(self)  # the panes' pollers wait on it (tui/panes/_logview.Poller)
+        self.toasts_posted = False  # toasts are placed from the first one on
         self._settings_problem = theme.restore(self)  # the operator's saved theme (tui/theme.py)
 
     @property
@@ -112,11 +111,9 @@ class ConsoleApp(App[int]):
 
     def _first_frame_shown(self) -> None:
         """The first screen is up: now start what it does not show (polling, the hidden tabs' panes)."""
-        if os.environ.get(EXIT_AFTER_FIRST_PAINT):  # the startup benchmark's measuring point
-            seconds = process_age()
-            self.first_paint = FirstPaint(seconds, {m: m in sys.modules for m in ("torch", "safetensors", "numpy")})
-            self.exit(0)
+        if benchmark_exit(self):  # the startup benchmark's measuring point
             return
+        self.first_frame.open()
         last_id = self.snapshot.event_id if self.snapshot is not None else None  # on_mount read it
         self._in_thread(workers.poll, self.ctx, last_id, self.state_dir_override, group="poll", exclusive=True)
         self.call_after_refresh(mount_hidden_panes, self)
@@ -151,6 +148,7 @@ class ConsoleApp(App[int]):
         if waited != bool(snapshot.approvals):
             self.refresh_bindings()  # `a Approve` comes and goes with the requests
         self.plan_pane.show(self.ctx.plan, self.snapshot)
+        self.ctx.selected_step_id = self.ctx.selected_step_id or self.plan_pane.selected_id  # first show: the tree chose
         self._show_detail()
 
     @on(messages.PlanFileChanged)
@@ -191,6 +189,8 @@ class ConsoleApp(App[int]):
 
     @on(Tree.NodeHighlighted, "#plan")
     def _highlighted(self, event: Tree.NodeHighlighted) -> None:
+        if event.node.data is None:  # the hidden root, highlighted once as the tree is built: no selection
+            return
         step_id = self.ctx.selected_step_id = event.node.data
         self._show_detail()  # the Detail line reads the step's drafter report itself, and again when it changes
         self._tell_panes(messages.StepSelected, step_id)
@@ -201,7 +201,8 @@ class ConsoleApp(App[int]):
 
     @on(messages.ToastRoomChanged)
     def _toast_room_changed(self) -> None:
-        self._place_toasts()
+        if self.toasts_posted:  # until the first toast console.tcss's margin is right: no queries at startup
+            self._place_toasts()
 
     def _place_toasts(self) -> None:
         if not self._shutting_down():
@@ -247,7 +248,7 @@ class ConsoleApp(App[int]):
 
     def _toast_posted(self) -> None:
         if not self._shutting_down():
-            toasts.after_notify(self, self._fit_toasts)
+            toasts.posted(self, self._fit_toasts)
 
     @on(messages.OpDone)
     def _op_done(self, message: messages.OpDone) -> None:

@@ -20,8 +20,10 @@ LOGS_MIN_ROWS = 5  # #logs' min-height in console.tcss
 def columns(app: Any, width: int) -> None:
     """The Plan pane takes more of a narrow terminal. Set on the one widget rather than through a
     breakpoint class on the Screen, which restyles every widget (~40 ms before the first frame)."""
-    left = zoom.main_screen(app).query_one("#left")
-    if zoom.zoomed(app) in ("plan", "step-info"):
+    screen = zoom.main_screen(app)
+    left = screen.query_one("#left")
+    # unzoomed, no query for the zoomed pane (one per resize, before the first frame too)
+    if screen.has_class(zoom.ZOOM_CLASS) and zoom.zoomed(app) in ("plan", "step-info"):
         left.styles.width = "100%"
     else:
         left.styles.width = PLAN_WIDTH_NARROW if width < NARROW_BELOW else PLAN_WIDTH

@@ -33,17 +33,21 @@ class KeyBar(Static):
         super().__init__("", **kwargs)
         self.keys: list[tuple[str, str, str, bool]] = []  # (key, shown key, description, enabled)
         self._spans: list[tuple[int, int, str]] = []  # (start, end, key) of each drawn key, for clicks
+        # Keys are read from the screen when the line is drawn, not when told they changed: reading the
+        # screen's active bindings is a walk of the focus chain (9 % of the startup's App.run under py-spy),
+        # and the first screen told it twice (the mount, the Plan pane taking focus) before its first frame.
+        self._stale = True
 
     def on_mount(self) -> None:
         self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
-        self._collect(self.screen)
 
     def on_unmount(self) -> None:
         self.screen.bindings_updated_signal.unsubscribe(self)
 
     def _bindings_changed(self, screen: Screen) -> None:
         if self.is_attached and screen is self.screen:
-            self._collect(screen)
+            self._stale = True
+            self.refresh()  # repaint only: one line whatever the keys
 
     def _collect(self, screen: Screen) -> None:
         app = self.app
@@ -61,16 +65,16 @@ class KeyBar(Static):
                          enabled))
         tail = [k for k in keys if k[0] in KEEP_LAST]
         keys = [k for k in keys if k[0] not in KEEP_LAST] + ([palette] if palette else []) + tail
-        if keys != self.keys:
-            self.keys = keys
-            self._draw()
+        self.keys = keys
 
-    def on_resize(self, event: events.Resize) -> None:
-        self._draw()
-
-    def _draw(self) -> None:
+    def render(self) -> Text:
+        if self._stale and self.is_attached:
+            self._stale = False
+            self._collect(self.screen)
+        # Fitted to the width as it is drawn, not in a resize handler: the first frame is already right, and
+        # the update a resize made cost the first screen a layout pass of its own.
         width = max(self.content_size.width, 1) if self.is_attached and self.size.width else 200
-        self.update(self.line(width))
+        return self.line(width)
 
     def line(self, width: int) -> Text:
         """The key line for `width` cells: every key with its description if it fits; else descriptions

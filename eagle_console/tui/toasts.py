@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from textual.css.scalar import Scalar
+
 MIN_TOAST_ROWS = 3  # when the Step pane is zoomed away, toasts still get this much
 ZOOMED_WIDTH = 0.44  # of the screen, when the left column is zoomed away
 
@@ -33,9 +35,11 @@ def place(app: Any) -> None:
         return
     below = app.detail.outer_size.height + bars.first().outer_size.height
     cells = width(app)
-    for rack in racks(app):
-        rack.styles.margin = (0, 0, below, 1)
-        rack.styles.width = cells
+    for rack in racks(app):  # the same margin or width set again still relays the screen: only a change
+        if tuple(rack.styles.margin) != (0, 0, below, 1):
+            rack.styles.margin = (0, 0, below, 1)
+        if rack.styles.width != Scalar.from_number(cells):
+            rack.styles.width = cells
     fit(app)
     app.call_after_refresh(app._fit_toasts)
 
@@ -52,6 +56,15 @@ def fit(app: Any) -> None:
             used += sum(toast.outer_size.height for toast in holder.children) if holder.display else 0
             if holder.display and used > room:
                 holder.display = False
+
+
+def posted(app: Any, fit_later: Any) -> None:
+    """A toast was posted: the racks are placed from the first one on (until then console.tcss's margin is
+    right, and the startup makes no queries for them), and fitted once the new toast is laid out."""
+    if not app.toasts_posted:
+        app.toasts_posted = True
+        place(app)
+    after_notify(app, fit_later)
 
 
 def after_notify(app: Any, fit_later: Any) -> None:

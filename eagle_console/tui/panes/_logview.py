@@ -15,24 +15,37 @@ from rich.text import Text
 from textual.widget import Widget
 from textual.widgets import Static
 
+from eagle_console.tui.startup import first_frame_gate
+
 T = TypeVar("T")
 FOLLOW_S = 0.25  # a shown log pane polls ~4 times a second
-HIDDEN_S = 2.0  # while a pane's tab is not shown
+QUIET_S = 1.0  # ... and once a second after a second of polls that found nothing (the next line: within 1 s)
+HIDDEN_S = None  # while a pane's tab is not shown: no poll until it is (or the selection changes)
+WATCH_S = 2.0  # ... except a pane that keeps watch while hidden (the Metrics tab's alarms): this often
+LOOK_S = 2.0  # how often a sleeping poller's thread looks whether its pane came back (a zoom undone)
+UNCHANGED: Any = object()  # what a poll returns when it found nothing new: nothing is handed to the screen
 
 
 class Poller(Generic[T]):
     """Call `work()` in a thread every `interval` s (counted from the end of the last call), then
     `apply(result)` on the event loop. Errors go to `fail(exc)` and the polling goes on.
 
-    While the owner is not on screen (a tab not shown) it polls every `hidden_interval` s instead, when
-    given: four log panes at 4 Hz kept an idle console busy for nothing. Showing the owner should `poke()`,
-    so what came meanwhile is caught up at once."""
+    With `sleep_hidden`, while the owner is not on screen (a tab not shown) it does not poll at all: four
+    log panes at 4 Hz kept an idle console busy for nothing, and at one poll in 2 s each they still woke the
+    screen twice a second. Showing the owner must `poke()`, so what came meanwhile is caught up at once.
+    A `work()` that found nothing new returns UNCHANGED: the event loop is not woken for it (a shown,
+    quiet log polled 4 times a second was most of an idle console's handovers); with `quiet_interval`,
+    after a second of those it polls that much less often until something comes. With `hidden_interval`
+    instead, a hidden owner still polls, that often (the Metrics tab: its alarms raise a toast)."""
 
     def __init__(self, owner: Widget, interval: float, work: Callable[[], T], apply: Callable[[T], None],
                  fail: Callable[[BaseException], None] | None = None, name: str = "poll",
+                 sleep_hidden: bool = False, quiet_interval: float | None = None,
                  hidden_interval: float | None = None) -> None:
         self.owner, self.interval, self.work, self.apply = owner, interval, work, apply
-        self.hidden_interval = hidden_interval
+        self.sleep_hidden, self.hidden_interval = sleep_hidden, hidden_interval
+        self.quiet_interval = quiet_interval  # the interval once a second of polls returned UNCHANGED
+        self._quiet = 0  # polls in a row that returned UNCHANGED
         self.fail = fail or (lambda exc: None)
         self.name = name
         self.stopped = True
@@ -43,9 +56,14 @@ class Poller(Generic[T]):
 
     def start(self, delay: float = 0.0) -> None:
         """Begin polling once the owner is on screen: a reading thread started during the first layout
-        would take the GIL from it (the first frame came ~80 ms later with the GPU poll started at mount)."""
+        would take the GIL from it (the first frame came ~80 ms later with the GPU poll started at mount).
+        In the console, once its first screen has settled (`ConsoleApp.first_frame`, tui/startup.py)."""
         self.stopped = False
-        self.owner.call_after_refresh(self._spawn, delay)
+        gate = first_frame_gate(self.owner.app)
+        if gate is not None:
+            gate.call(self.owner, self._spawn, delay)
+        else:
+            self.owner.call_after_refresh(self._spawn, delay)
 
     def stop(self) -> None:
         self.stopped = True
@@ -63,10 +81,13 @@ class Poller(Generic[T]):
         self._thread.start()
 
     def _loop(self, delay: float) -> None:
-        wait = delay
+        wait: float | None = delay
         while not self.stopped:
-            if wait > 0 and self._wake.wait(wait):
-                pass
+            if wait is None:  # hidden: no poll until poked, or seen on screen again (no handover meanwhile)
+                while not self._wake.wait(LOOK_S) and not self.stopped and not self._on_screen():
+                    pass
+            elif wait > 0:
+                self._wake.wait(wait)
             self._wake.clear()
             if self.stopped:
                 return
@@ -75,10 +96,12 @@ class Poller(Generic[T]):
                 error: BaseException | None = None
             except Exception as exc:  # a poll that fails says so on screen and keeps polling
                 result, error = None, exc
-            try:  # blocks until applied: one poll at a time, never piling up behind a busy screen
-                self.owner.app.call_from_thread(self._finish, result, error)
-            except Exception:  # the app is shutting down
-                return
+            self._quiet = self._quiet + 1 if result is UNCHANGED and error is None else 0
+            if result is not UNCHANGED or error is not None:
+                try:  # blocks until applied: one poll at a time, never piling up behind a busy screen
+                    self.owner.app.call_from_thread(self._finish, result, error)
+                except Exception:  # the app is shutting down
+                    return
             wait = self._next_interval()
 
     def _finish(self, result: Any, error: BaseException | None) -> None:
@@ -89,9 +112,18 @@ class Poller(Generic[T]):
         else:
             self.fail(error)
 
-    def _next_interval(self) -> float:
-        if self.hidden_interval is not None and not self.owner.is_on_screen:
-            return max(self.interval, self.hidden_interval)
+    def _on_screen(self) -> bool:
+        try:
+            return self.owner.is_on_screen
+        except Exception:  # removed meanwhile, the app gone
+            return False
+
+    def _next_interval(self) -> float | None:
+        """Seconds to the next poll; None: none until poked (hidden, with `sleep_hidden`)."""
+        if (self.sleep_hidden or self.hidden_interval is not None) and not self._on_screen():
+            return HIDDEN_S if self.sleep_hidden else max(self.interval, self.hidden_interval or 0.0)
+        if self.quiet_interval is not None and self._quiet * self.interval >= 1.0:
+            return max(self.interval, self.quiet_interval)
         return self.interval
 
 

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
-from textual.widgets import Static
 
 from eagle_console.journal.status import plan_statuses, unmet_needs
 from eagle_console.ops.console import drafter_actions, drafter_inputs_stamp, drafter_lines
@@ -15,7 +14,7 @@ from eagle_console.plan.safe_text import printable
 from eagle_console.tui.cells import ELLIPSIS, ellipsise
 from eagle_console.tui.labels import rollback_label
 from eagle_console.tui.messages import ToastRoomChanged
-from eagle_console.tui.panes._logview import Poller
+from eagle_console.tui.panes._logview import UNCHANGED, Poller, QuietStatic
 
 if TYPE_CHECKING:
     from eagle_console.plan.model import Plan
@@ -126,7 +125,7 @@ def describe(plan: Plan, item_id: str | None, snap: Snapshot | None, width: int 
     return out
 
 
-class DetailLine(Static):
+class DetailLine(QuietStatic):
     """Updated in place. Drafter findings, computed off the loop, are kept per step and shown below.
 
     They are derived from files and the journal, so they are recomputed whenever either changes, not only
@@ -134,6 +133,7 @@ class DetailLine(Static):
     stamps of the files the report reads, and reads the report again only when one of them changed."""
 
     def __init__(self, content: str = "", *, refresh_s: float = DRAFTER_POLL_S, **kwargs) -> None:
+        # QuietStatic: a resize or a poll that leaves the two lines as they were relays nothing out
         super().__init__(content, markup=False, **kwargs)  # notes and titles are text, never markup
         self._extra: dict[str, list[str]] = {}
         self._last: tuple | None = None
@@ -157,7 +157,9 @@ class DetailLine(Static):
         self._last = (plan, item_id, snap)
         if moved:  # a new step or plan: its report now, not at the next poll
             self.poller.poke()
-        width = self.content_size.width or None
+        # Before its first layout (the first screen's lines are written in on_mount) the line is as wide as
+        # the screen less its padding: cut to that, the resize after the layout finds nothing to redo.
+        width = self.content_size.width or (self.app.size.width - self.styles.gutter.width) or None
         text = describe(plan, item_id, snap, width)
         for line in self._extra.get(item_id or "", []):
             text.append("\n" + line, style="italic")
@@ -176,16 +178,17 @@ class DetailLine(Static):
             self.show(*self._last)
 
     def _read_drafter(self) -> tuple[str, list[str]] | None:
-        """Worker: the selected step's drafter report when its inputs or the journal changed, else None."""
+        """Worker: the selected step's drafter report when its inputs or the journal changed, else UNCHANGED
+        (nothing handed to the event loop)."""
         if self._last is None:
-            return None
+            return UNCHANGED
         plan, item_id, snap = self._last
         if not item_id or not drafter_actions(plan.step(item_id)):
             self._drafter_key = None
-            return None
+            return UNCHANGED
         key = (id(plan), item_id, snap.event_id if snap else None, drafter_inputs_stamp(plan, item_id))
         if key == self._drafter_key:
-            return None
+            return UNCHANGED
         self._drafter_key = key
         return item_id, drafter_lines(plan, item_id)
 

@@ -13,7 +13,7 @@ from textual.widgets import ProgressBar, Static
 
 from eagle_console.figures import format_value
 from eagle_console.tui.messages import PlanReloaded, StepSelected, TabShown
-from eagle_console.tui.panes._logview import HIDDEN_S, Poller, QuietStatic
+from eagle_console.tui.panes._logview import Poller, QuietStatic
 from eagle_console.tui.panes.follow import step_log
 from eagle_console.tui.theme import tstyle
 
@@ -81,6 +81,8 @@ class ExtractionPane(Vertical):
     ExtractionPane > #ex-warning { display: none; background: $error; color: $text; text-style: bold; }
     ExtractionPane > #ex-warning.-shown { display: block; }
     ExtractionPane > #ex-title { text-style: bold; text-wrap: nowrap; text-overflow: ellipsis; }
+    ExtractionPane > #ex-bar { display: none; }
+    ExtractionPane > #ex-bar.-shown { display: block; }
     """
 
     def __init__(self, ctx: ConsoleContext, *, refresh_s: float = REFRESH_S, **kwargs) -> None:
@@ -92,7 +94,7 @@ class ExtractionPane(Vertical):
         self._watch: Any = None
         self._key: tuple | None = None
         self.poller = Poller(self, refresh_s, self._read, self._show, self._failed, name="extraction-poll",
-                             hidden_interval=HIDDEN_S)
+                             sleep_hidden=True)
 
     def compose(self):
         # the key figures first: the warning's detail and the bar come under them (issue #17: at 80x24 the
@@ -100,7 +102,10 @@ class ExtractionPane(Vertical):
         yield QuietStatic(NO_WATCH, id="ex-title", markup=False)
         yield QuietStatic("", id="ex-figures", markup=False)
         yield QuietStatic("", id="ex-warning", markup=False)  # paths and log text: never markup
-        yield ProgressBar(total=None, show_eta=False, id="ex-bar")
+        # Shown with a watched extraction only: an unknown total animates the bar, 15 redraws a second (Textual
+        # ProgressBar), which in a plan without extraction, hidden or not, was most of an idle console's
+        # wakeups (py-spy: DOMNode.automatic_refresh). total=0 draws nothing and runs no timer.
+        yield ProgressBar(total=0, show_eta=False, id="ex-bar")
 
     def on_mount(self) -> None:
         self.poller.start()
@@ -153,14 +158,17 @@ class ExtractionPane(Vertical):
         self.watching, self.last = step_id, r
         title = self.query_one("#ex-title", Static)
         warning = self.query_one("#ex-warning", Static)
+        bar = self.query_one("#ex-bar", ProgressBar)
         if r is None:
             title.update(NO_WATCH)
             warning.remove_class("-shown")
+            bar.remove_class("-shown")
+            bar.update(total=0)  # no animation timer left running
             return
         step = self.ctx.plan.step(step_id) if step_id else None
         where = f" · on node {step.node}" if step is not None and step.node else ""
         title.update(f"{step_id} {step.title if step else ''}{where}")
-        bar = self.query_one("#ex-bar", ProgressBar)
+        bar.add_class("-shown")
         bar.update(total=r["total"], progress=r["done"])
         self.query_one("#ex-figures", Static).update(figures_text(r))
         if r.get("warnings"):  # once finished it is a fact about the files, not a forecast

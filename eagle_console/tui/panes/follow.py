@@ -14,7 +14,7 @@ from textual.containers import Vertical
 from eagle_console.ops.logs import latest_log as step_log  # the panes call it by this name
 from eagle_console.ops.logs import service_log
 from eagle_console.tui.messages import PlanReloaded, StepSelected, TabShown
-from eagle_console.tui.panes._logview import FOLLOW_S, HIDDEN_S, Poller, QuietStatic
+from eagle_console.tui.panes._logview import FOLLOW_S, QUIET_S, UNCHANGED, Poller, QuietStatic
 from eagle_console.tui.panes.logview import MAX_LINES, LogView
 from eagle_console.tui.theme import tstyle
 
@@ -34,6 +34,7 @@ class FollowPane(Vertical):
     `show_digest` to parse the lines in the worker and draw the result."""
 
     START = "end"  # "begin" reads the whole file once (parsers need the startup lines)
+    DRAWS_WHEN_QUIET = False  # True: a poll with no new line still changes what is drawn (the NCCL hang check)
     DEFAULT_CSS = "FollowPane { height: 1fr; }"
 
     def __init__(self, ctx: Any, *, max_lines: int = MAX_LINES, interval: float = FOLLOW_S, **kwargs) -> None:
@@ -44,8 +45,9 @@ class FollowPane(Vertical):
         self.max_lines = max_lines
         self._follower: Any = None
         self._want_reset = False
+        self._draw_next = True  # the next poll is drawn even with nothing new (the first, the one after a failure)
         self.poller = Poller(self, interval, self._poll, self._apply, self._failed, name=f"{type(self).__name__}-poll",
-                             hidden_interval=HIDDEN_S)
+                             sleep_hidden=True, quiet_interval=QUIET_S)
 
     def compose(self):
         self.head = QuietStatic("", classes="follow-head")
@@ -114,11 +116,14 @@ class FollowPane(Vertical):
                 lines.extend(self._follower.read_new())
                 if not self._follower.more:
                     break
+        if not (reset or lines or self._draw_next or self.DRAWS_WHEN_QUIET):
+            return UNCHANGED  # a quiet log: nothing handed to the screen
         return LogBatch(path, reset, lines, self.digest(lines))
 
     # ---- event-loop side -------------------------------------------------------------------------
 
     def _apply(self, batch: LogBatch) -> None:
+        self._draw_next = False
         if batch.reset:
             self.view.clear(str(batch.path) if batch.path else self.no_log_text())
         lines = self.view_lines(batch)
@@ -136,6 +141,7 @@ class FollowPane(Vertical):
         """Draw what `digest` found (event loop)."""
 
     def _failed(self, exc: BaseException) -> None:
+        self._draw_next = True  # the next poll replaces this line, even when it finds nothing new
         self.view.status.update(Text(f"cannot follow the log: {exc}", style=tstyle("ec.error")))
 
 

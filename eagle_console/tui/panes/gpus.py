@@ -12,7 +12,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from eagle_console.node.fdcache import LinkCache
+from eagle_console.node.fdcache import LinkCache, ScanReuse
 from eagle_console.node.gpus.unseen import unseen_by_gpu, unseen_notes
 from eagle_console.tui.messages import PlanReloaded, ReadGpusNow, TabShown
 from eagle_console.tui.panes._logview import Poller, QuietStatic
@@ -73,6 +73,7 @@ class GpuPane(VerticalScroll):
         self.refresh_s = refresh_s
         self.reader: GpuReader | None = None
         self.links = LinkCache()  # the once-a-second scan rereads only new fds (node/fdcache.py)
+        self.reuse = ScanReuse()  # and runs only when the sample, the tracked runs or a holder's parent changed
         self.last: GpuReading | None = None
         self.steady_unseen: set[int] = set()  # GPUs with memory out of sight in this reading and the one before
         self._unseen_before: set[int] = set()
@@ -97,12 +98,14 @@ class GpuPane(VerticalScroll):
 
     # What the App tells it (tui.messages): read again at once, not at the next poll.
     def on_read_gpus_now(self, message: ReadGpusNow) -> None:
+        self.reuse.clear()
         self.poller.poke()
 
     def on_tab_shown(self, message: TabShown) -> None:
         self.poller.poke()
 
     def on_plan_reloaded(self, message: PlanReloaded) -> None:
+        self.reuse.clear()
         self.poller.poke()
 
     def _read(self) -> GpuReading:
@@ -110,7 +113,7 @@ class GpuPane(VerticalScroll):
         from eagle_console.ops import GpuReader, read_gpus
 
         if self.reader is None:
-            self.reader = GpuReader(self.ctx.sim_dir, self.links)
+            self.reader = GpuReader(self.ctx.sim_dir, self.links, self.reuse)
         return read_gpus(self.reader, self.ctx.journal)
 
     def _show(self, reading: GpuReading) -> None:

@@ -3,14 +3,13 @@
 `LogTabs` is one line of tab titles over a ContentSwitcher. Textual's TabbedContent does the same with a
 dozen widgets (a Tabs bar with a widget per tab and an animated underline) and cost the first frame
 ~50 ms; one Static that draws the titles and maps a click back to a tab costs a few. Only the Server
-pane is built for the first frame; the others are `HiddenPane`s until the frame is on screen.
+tab is built for the first frame; the others are added to the switcher once the frame is on screen
+(`mount_hidden_panes`), or when shown, whichever comes first.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from functools import partial
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -44,38 +43,15 @@ def build_pane(ctx: ConsoleContext, module: str, name: str, **kwargs) -> Widget:
     return getattr(importlib.import_module(module), name)(ctx, **kwargs)
 
 
-class HiddenPane(Static):
-    """Holds the place of a pane in a tab that is not shown at start, until the first frame is on screen
-    (the App calls `mount_hidden_panes` then) or the tab is shown, whichever comes first.
-
-    Textual's `Lazy` mounts after the first refresh, which still comes before the first frame has settled;
-    and the pane's module is imported only here, so its parsers' imports wait too.
-    """
-
-    DEFAULT_CSS = "HiddenPane { height: 1; }"
-
-    def __init__(self, make: Callable[[], Widget]) -> None:
-        super().__init__("")
-        self._make: Callable[[], Widget] | None = make
-
-    def on_show(self) -> None:  # the operator opened this tab before the idle mount came round
-        self.mount_pane()
-
-    def mount_pane(self) -> None:
-        make, self._make = self._make, None
-        if make is None or self.parent is None:
-            return
-        self.parent.mount(make(), after=self)
-        self.remove()
-
-
 def mount_hidden_panes(app: App) -> None:
-    """Mount the hidden tabs' panes one per frame, so keys stay answered while they come."""
-    waiting = list(app.query(HiddenPane))
-    if waiting:
-        waiting[0].mount_pane()
-        if len(waiting) > 1:
-            app.call_after_refresh(mount_hidden_panes, app)
+    """Add the tabs not built for the first frame, one per frame, so keys stay answered while they come.
+
+    Neither the tabs nor their panes are in the first frame's DOM: 8 widgets fewer to style and lay out
+    (a placeholder per tab, as before, was still a widget and a container each), and each pane's module,
+    parsers and all, is imported here."""
+    tabs = app.query(LogTabs)
+    if tabs and tabs.first().add_next_tab():
+        app.call_after_refresh(mount_hidden_panes, app)
 
 
 class TabStrip(Static):
@@ -97,16 +73,12 @@ class TabStrip(Static):
 
     def show_active(self, active: str) -> None:
         self.active = active
-        self._draw()
+        self.refresh()  # repaint only: one line
 
-    def on_resize(self, event: events.Resize) -> None:
-        self._draw()
-
-    def on_mount(self) -> None:
-        self._draw()
-
-    def _draw(self) -> None:
-        self.update(self.line(self.content_size.width or 80))
+    def render(self) -> Text:
+        # Fitted to the width as it is drawn (not updated from a resize handler: a layout pass of its own
+        # before the first screen settled).
+        return self.line(self.content_size.width or 80)
 
     def line(self, width: int) -> Text:
         """` Server │ NCCL │ …`; when that is too wide, the inactive titles lose their padding and are cut
@@ -145,21 +117,48 @@ class LogTabs(Vertical):
         super().__init__(**kwargs)
         self.ctx = ctx
         self.strip = TabStrip([(tab_id, title) for tab_id, title, *_ in TABS], TABS[0][0])
+        self._added = {TABS[0][0]}  # tabs in the switcher or on their way (add_content mounts a moment later)
 
     def compose(self) -> ComposeResult:
         yield self.strip
-        with ContentSwitcher(initial=TABS[0][0]):
-            for n, (tab_id, _title, module, name) in enumerate(TABS):
-                with Vertical(id=tab_id):
-                    if n == 0:
-                        yield build_pane(self.ctx, module, name)
-                    else:
-                        yield HiddenPane(partial(build_pane, self.ctx, module, name))
+        tab_id, _title, module, name = TABS[0]
+        with ContentSwitcher(initial=tab_id), Vertical(id=tab_id):
+            yield build_pane(self.ctx, module, name)
+
+    def _add_tab(self, tab_id: str, set_current: bool = False) -> None:
+        _id, _title, module, name = next(t for t in TABS if t[0] == tab_id)
+        self._added.add(tab_id)
+        switcher = self.query_one(ContentSwitcher)
+        switcher.add_content(Vertical(build_pane(self.ctx, module, name), id=tab_id), set_current=set_current)
+
+    def add_next_tab(self) -> bool:
+        """Add the first tab not there yet; True when more are left."""
+        missing = [tab_id for tab_id, *_ in TABS if tab_id not in self._added]
+        if missing:
+            self._add_tab(missing[0])
+        return len(missing) > 1
 
     def watch_active(self, tab_id: str) -> None:
-        self.query_one(ContentSwitcher).current = tab_id
         self.strip.show_active(tab_id)
-        for pane in self.query_one(f"#{tab_id}").children:  # a hidden pane polled slowly: catch up now
+        self._show_tab(tab_id)
+
+    def _show_tab(self, tab_id: str) -> None:
+        if tab_id != self.active:  # another tab was chosen meanwhile
+            return
+        if tab_id not in self._added:  # shown before it was added: build it now, and come back once mounted
+            self._add_tab(tab_id, set_current=True)
+            self.call_after_refresh(self._show_tab, tab_id)
+            return
+        switcher = self.query_one(ContentSwitcher)
+        if not switcher.query_children(f"#{tab_id}"):  # added a moment ago, not mounted yet: once it is
+            self.call_after_refresh(self._show_tab, tab_id)
+            return
+        switcher.current = tab_id
+        self.call_after_refresh(self._poke, tab_id)  # once laid out: a poll that still found it hidden slept on
+
+    def _poke(self, tab_id: str) -> None:
+        """The shown tab's pane slept while hidden: it catches up now (each pane's on_tab_shown)."""
+        for pane in self.query(f"#{tab_id} > *"):
             pane.post_message(TabShown())
 
     def on_tab_strip_clicked(self, message: TabStrip.Clicked) -> None:

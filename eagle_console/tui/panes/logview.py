@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterable
 from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
+from textual.cache import LRUCache
 from textual.containers import Vertical
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Input
@@ -27,6 +28,7 @@ from eagle_console.tui.panes.wraprows import WrapRows, rows_of, wrapped
 
 MAX_LINES = 10_000
 MAX_WIDTH = 400  # longer lines are cut on screen (the file keeps them whole)
+STRIPS_KEPT = 1000  # drawn rows kept for redraws (Toolong's log_lines.py keeps an LRU of rendered lines too)
 
 
 def compile_filter(text: str) -> tuple[re.Pattern[str] | None, bool]:
@@ -69,8 +71,16 @@ class LogLines(ScrollView, can_focus=True):
         self._width = 0
         self.wrap = True  # long lines on several rows; `w` turns it off (then ←/→ scroll sideways)
         self._rows = WrapRows()
+        # Rows drawn, by line number since the last set_lines (lines fallen off the head count too), part or
+        # sideways offset, width and style: a redraw of rows still on screen (a scroll, the head above
+        # resized, a repaint) draws none of them again.
+        self._strips: LRUCache[tuple, Strip] = LRUCache(STRIPS_KEPT)
+        self._head_no = 0  # the number of the first line in `lines`
+        self._frame: tuple | None = None  # (style, width, theme) of the frame being drawn
 
     def set_lines(self, lines: Iterable[str]) -> None:
+        self._strips.clear()
+        self._head_no = 0
         self.lines = deque(lines, maxlen=self.view.max_lines)
         self._width = max((_shown_width(s) for s in self.lines), default=0)
         self._rows.width = 0  # rebuilt for the new lines
@@ -79,6 +89,7 @@ class LogLines(ScrollView, can_focus=True):
     def extend(self, lines: list[str]) -> int:
         """Append; returns how many rows (old lines) fell off the head."""
         dropped = max(0, len(self.lines) + len(lines) - self.view.max_lines)
+        self._head_no += dropped
         rows_before = self._rows.total
         self.lines.extend(lines)
         self._width = max(self._width, max((_shown_width(s) for s in lines[-2000:]), default=0))
@@ -99,12 +110,13 @@ class LogLines(ScrollView, can_focus=True):
 
     def _resize(self) -> None:
         self.styles.overflow_x = "hidden" if self.wrap else "auto"  # wrapped rows never need to scroll sideways
-        if self.wrap and self._wrap_width() == 0:
+        width = self._wrap_width() if self.wrap else 0  # a region computed once (4 % of the first frame, thrice)
+        if self.wrap and width == 0:
             self.virtual_size = Size(0, len(self.lines))
         elif self.wrap:
-            if self._rows.width != self._wrap_width():
-                self._rows.rebuild(self.lines, self._wrap_width())
-            self.virtual_size = Size(self._wrap_width(), self._rows.total)
+            if self._rows.width != width:
+                self._rows.rebuild(self.lines, width)
+            self.virtual_size = Size(0, self._rows.total)  # no width: never scrolled sideways, nor relaid on a resize
         else:
             self.virtual_size = Size(min(self._width, MAX_WIDTH), len(self.lines))
         self.refresh()
@@ -116,22 +128,40 @@ class LogLines(ScrollView, can_focus=True):
         if self.view.following:
             self.scroll_end(animate=False, immediate=True)
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # What every row of a frame shares, found once: the style walks the widget's ancestors, the width
+        # the scrollbar's region (per row, they were most of drawing an empty pane at startup).
+        self._frame = (self.rich_style, self._wrap_width(), self.app.theme)
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame = None
+
     def render_line(self, y: int) -> Strip:
+        base, width, theme = self._frame or (self.rich_style, self._wrap_width(), self.app.theme)
         row = self.scroll_offset.y + y
-        width = self._wrap_width()  # cells inside the scrollbar's gutter
         if self.wrap:
             if row >= self._rows.total or self._rows.width != width:
-                return Strip.blank(width, self.rich_style)
-            index, part = self._rows.locate(row)
-            line = self.lines[index]
-            rows = wrapped(line, width)
-            text = pad(rows[part] if part < len(rows) else "", width)
+                return Strip.blank(width, base)
+            index, at = self._rows.locate(row)
         else:
             if row >= len(self.lines):
-                return Strip.blank(width, self.rich_style)
-            line = self.lines[row]
-            text = window(line, self.scroll_offset.x, width)
-        style = self.rich_style
+                return Strip.blank(width, base)
+            index, at = row, -1 - self.scroll_offset.x  # negative: a sideways offset, not a wrapped part
+        key = (self._head_no + index, at, width, base, theme)
+        strip = self._strips.get(key)
+        if strip is None:
+            strip = self._strips[key] = self._draw(self.lines[index], at, width, base)
+        return strip
+
+    def _draw(self, line: str, at: int, width: int, base: Style) -> Strip:
+        """Row `at` of the wrapped `line` (at < 0: the line from cell -1 - at, not wrapped)."""
+        if at >= 0:
+            rows = wrapped(line, width)
+            text = pad(rows[at] if at < len(rows) else "", width)
+        else:
+            text = window(line, -1 - at, width)
+        style = base
         if self.styler is not None:
             extra = self.styler(line)
             if extra is not None:
@@ -232,7 +262,7 @@ class LogView(Vertical):
         if not lines:
             return
         self.buffer.extend(lines)
-        shown = [s for s in lines if self._passes(s)]
+        shown = lines if self._pattern is None else [s for s in lines if self._passes(s)]
         if shown:
             dropped = self.body.extend(shown)
             if self.following:

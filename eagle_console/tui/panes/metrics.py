@@ -19,13 +19,13 @@ from textual.containers import Grid, Vertical
 from eagle_console.sparkline import sparkline
 from eagle_console.tui.labels import findings_text
 from eagle_console.tui.messages import PlanReloaded, StepSelected
-from eagle_console.tui.panes._logview import HIDDEN_S, Poller, QuietStatic
+from eagle_console.tui.panes._logview import WATCH_S, Poller, QuietStatic
 from eagle_console.tui.theme import tstyle
 
 if TYPE_CHECKING:
     from eagle_console.tui.context import ConsoleContext
 
-REFRESH_S = 1.0  # the console's refresh (the GPU pane's); hidden, every HIDDEN_S: the alarms keep watch
+REFRESH_S = 1.0  # the console's refresh (the GPU pane's); hidden, every WATCH_S: the alarms keep watch
 CHART_S = 300.0  # the charts' span
 REDRAW_IDLE_S = 10.0
 IDLE_S = 2.0  # while the server idles and /metrics reads the same
@@ -124,7 +124,7 @@ class MetricsPane(Vertical):
         self._drawn: tuple[Any, float] = (None, 0.0)
         self._head_rows = 1
         self.poller = Poller(self, refresh_s, lambda: read_view(self.watch), self._show, self._failed,
-                             name="metrics-poll", hidden_interval=HIDDEN_S)
+                             name="metrics-poll", hidden_interval=WATCH_S)
 
     def compose(self):
         from eagle_console.tui.panes.charts import Chart

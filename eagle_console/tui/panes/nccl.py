@@ -63,6 +63,7 @@ class NcclPane(ServiceLogPane):
     """`NcclPane(ctx)`: follows the same log as the Server pane; `summary` is the latest NCCL summary."""
 
     BORDER_TITLE = "NCCL"
+    DRAWS_WHEN_QUIET = True  # its hang check weighs how long the log has been silent
     DEFAULT_CSS = """
     NcclPane { height: 1fr; }
     NcclPane > .follow-head { height: auto; max-height: 80%; padding: 0 1; }  /* the findings over the raw lines */

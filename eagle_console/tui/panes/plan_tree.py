@@ -114,10 +114,13 @@ class PlanPane(Tree[str]):
             for step in phase.steps:
                 self._item_nodes[step.id] = pnode.add_leaf(Text(step.title), data=step.id)
         self._shape = _shape(plan)
+        # Selected now, not after a refresh: the lines are laid out on demand (`last_line` builds them), and
+        # a selection after the first frame was a layout pass and a Detail line update of its own.
+        self.last_line  # noqa: B018
         if selected in self._item_nodes:
-            self.call_after_refresh(self.select_id, selected)
+            self.select_id(selected)
         elif plan.phases and plan.phases[0].steps:
-            self.call_after_refresh(self.select_id, plan.phases[0].steps[0].id)
+            self.select_id(plan.phases[0].steps[0].id)
 
     def on_resize(self) -> None:
         self.refresh_labels()

@@ -15,7 +15,7 @@ from eagle_console.figures import format_value
 from eagle_console.result_names import baseline_key, measured_by, short_label
 from eagle_console.tui.cells import ellipsise
 from eagle_console.tui.messages import PlanReloaded, TabShown
-from eagle_console.tui.panes._logview import HIDDEN_S, Poller
+from eagle_console.tui.panes._logview import Poller
 from eagle_console.tui.panes.results_plot import RunsPlot
 from eagle_console.tui.theme import tstyle
 
@@ -138,7 +138,7 @@ class ResultsPane(Vertical):
         self.results: list[Result] = []
         self._key: Any = None
         self.poller = Poller(self, refresh_s, self._read, self._show, self._failed, name="results-poll",
-                             hidden_interval=HIDDEN_S)
+                             sleep_hidden=True)
 
     def compose(self):
         yield Static("", id="results-headline", markup=False)

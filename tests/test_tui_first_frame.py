@@ -1,0 +1,84 @@
+"""The console's first frame (issue 31): what it shows, and nothing running beside it while it is drawn.
+(Its time is benchmarks/startup.py's figure, not a test's.)"""
+
+from __future__ import annotations
+
+import threading
+
+from enginekit import write_plan
+from tuikit import drive, open_app, screen_text, until
+
+PLAN = '[[phase]]\nid = "0"\ntitle = "P"\n\n[[phase.step]]\nid = "0.1"\ntitle = "say hi"\nrun = "echo hi"\n'
+
+
+def _first_frame(tmp_path, monkeypatch) -> tuple[object, dict]:
+    """The console over a one-step plan, with what was true when its first frame was shown."""
+    from eagle_console.tui.app import ConsoleApp
+
+    monkeypatch.setenv("EAGLE_CONSOLE_GPU_BACKEND", "none")
+    seen: dict = {}
+    shown = ConsoleApp._first_frame_shown
+
+    def first(self) -> None:
+        seen["threads"] = sorted(t.name for t in threading.enumerate() if t.name.startswith("eagle-"))
+        seen["screen"] = screen_text(self)
+        shown(self)
+
+    monkeypatch.setattr(ConsoleApp, "_first_frame_shown", first)
+    app, journal = open_app(write_plan(tmp_path, PLAN))
+    journal.close()
+    return app, seen
+
+
+def test_no_pane_polls_before_the_first_frame_and_every_pane_does_after(tmp_path, monkeypatch):
+    """Poll threads started at the first refresh took the GIL from the refreshes still to come before the
+    screen settled (psutil and the log parser imported, NVML opened): they start once it has."""
+    app, seen = _first_frame(tmp_path, monkeypatch)
+
+    async def scenario(pilot):
+        await until(pilot, lambda: "threads" in seen, what="the first frame")
+        assert seen["threads"] == []
+        await until(pilot, lambda: {"eagle-gpu-poll", "eagle-ServerPane-poll", "eagle-drafter-poll"}
+                    <= {t.name for t in threading.enumerate()}, what="the panes polling")
+
+    drive(app, scenario, size=(120, 40))
+
+
+def test_the_first_frame_shows_the_selected_step(tmp_path, monkeypatch):
+    """The tree selects its first step as it is built, and the Step pane and the Detail line show it in the
+    first frame (they said "no step selected" until a frame later)."""
+    app, seen = _first_frame(tmp_path, monkeypatch)
+
+    async def scenario(pilot):
+        await until(pilot, lambda: "screen" in seen, what="the first frame")
+        assert "no step selected" not in seen["screen"]
+        assert "0.1 say hi" in seen["screen"] and "0.1 · echo hi" in seen["screen"]
+
+    drive(app, scenario, size=(120, 40))
+
+
+def test_the_first_frame_builds_the_shown_tab_only_and_a_tab_shown_early_is_built_at_once(tmp_path, monkeypatch):
+    """The four tabs not shown are not in the first frame's DOM (a placeholder and a container each were
+    still styled and laid out); shown before they are added, a tab is built there and then."""
+    import eagle_console.tui.app as console_app
+    from eagle_console.tui.panes.nccl import NcclPane
+    from eagle_console.tui.panes.results import ResultsPane
+
+    monkeypatch.setattr(console_app, "mount_hidden_panes", lambda app: None)  # nothing added behind our back
+    app, seen = _first_frame(tmp_path, monkeypatch)
+
+    async def scenario(pilot):
+        from textual.widgets import ContentSwitcher
+
+        await until(pilot, lambda: "screen" in seen, what="the first frame")
+        assert [c.id for c in app.query_one(ContentSwitcher).children] == ["server"]
+        await pilot.press("5")
+        pane = await until(pilot, lambda: next(iter(app.query(ResultsPane)), None), what="the Results pane")
+        await until(pilot, lambda: pane.is_on_screen and "no results recorded yet" in screen_text(app),
+                    what="the Results tab shown")
+        await pilot.press("2")
+        await until(pilot, lambda: next(iter(app.query(NcclPane)), None) is not None and
+                    app.query_one(NcclPane).is_on_screen, what="the NCCL tab shown")
+        assert not pane.is_on_screen
+
+    drive(app, scenario, size=(120, 40))
