@@ -9,6 +9,15 @@ from test_metrics_sim import load, metrics_server, plan_for, ready
 from tuikit import drive, notices, open_app, screen_text, until
 
 
+async def shown_metrics_pane(pilot, app):
+    """Key 6 shows the Metrics tab; its pane once it is mounted (hidden tabs mount after the first frame)."""
+    from eagle_console.tui.panes.metrics import MetricsPane
+
+    await pilot.press("6")
+    return await until(pilot, lambda: app.query(MetricsPane).first() if app.query(MetricsPane) else None,
+                       what="the Metrics pane")
+
+
 def test_metrics_tab_charts_and_alarm(tmp_path):
     with metrics_server(tmp_path, env={"EAGLE_SIM_ACCEPT": "none"}) as srv:
         stop = threading.Event()
@@ -16,11 +25,7 @@ def test_metrics_tab_charts_and_alarm(tmp_path):
         app, journal = open_app(plan_for(tmp_path, srv.url))
 
         async def scenario(pilot):
-            from eagle_console.tui.panes.metrics import MetricsPane
-
-            await pilot.press("6")
-            pane = await until(pilot, lambda: app.query(MetricsPane).first() if app.query(MetricsPane) else None,
-                               what="the Metrics pane")
+            pane = await shown_metrics_pane(pilot, app)
             pane.watch.hold_s = 2.0
             await until(pilot, lambda: pane.view is not None and pane.view.doc["accept_length"] is not None,
                         timeout=30, what="a reading with an accept length")
@@ -48,11 +53,7 @@ def test_metrics_tab_at_80x24_is_sparklines(tmp_path):
         app, journal = open_app(plan_for(tmp_path, srv.url))
 
         async def scenario(pilot):
-            from eagle_console.tui.panes.metrics import MetricsPane
-
-            await pilot.press("6")
-            pane = await until(pilot, lambda: app.query(MetricsPane).first() if app.query(MetricsPane) else None,
-                               what="the Metrics pane")
+            pane = await shown_metrics_pane(pilot, app)
             await until(pilot, lambda: "accept " in str(pane.spark.render()), what="sparkline rows")
             assert not any(c.display for c in pane.charts.values())
             rows = str(pane.spark.render()).splitlines()
