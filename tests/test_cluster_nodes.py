@@ -31,6 +31,45 @@ def test_read_nodes_gives_each_nodes_gpus_and_holders(ray_cluster):
     assert nodes["a"]["reading_age_s"] < 5
 
 
+STOP_AGENT = """
+import sys, time, ray
+from eagle_console import __version__
+from eagle_console.cluster import NAMESPACE
+from eagle_console.cluster.agent import AGENT_PREFIX
+name = f"{AGENT_PREFIX}{sys.argv[2]}@{__version__}"
+ray.init(address=sys.argv[1], namespace=NAMESPACE, log_to_driver=False)
+ray.kill(ray.get_actor(name, namespace=NAMESPACE))
+deadline = time.monotonic() + 30
+while time.monotonic() < deadline:
+    try:
+        ray.get_actor(name, namespace=NAMESPACE)
+    except ValueError:
+        sys.exit(0)
+    time.sleep(0.1)
+sys.exit("the agent is still named after 30 s")
+"""
+
+
+def test_a_node_whose_agent_must_start_first_is_read_not_unreachable(ray_cluster):
+    """The first read after a cluster start (or after the agent's node came back) starts that node's agent:
+    a new Ray worker there, seconds on a loaded machine. Old: the read's 2 s deadline covered that start,
+    and a healthy node b read "no answer within 2s", unreachable (seen on CI in test_cluster_faults)."""
+    import subprocess
+    import sys
+
+    from eagle_console.cluster.connect import ask_agent
+    from eagle_console.ops.nodes import read_nodes
+
+    ask_agent(ray_cluster.address, "b", "ping", timeout=60)  # b's agent runs
+    stopped = subprocess.run([sys.executable, "-c", STOP_AGENT, ray_cluster.address, "b"], capture_output=True,
+                             text=True, timeout=120)
+    assert stopped.returncode == 0, stopped.stderr[-2000:]
+    # a deadline no worker start meets: a running agent answers within it, a starting one gets its start
+    nodes = {n["name"]: n for n in read_nodes(ray_cluster.address, timeout=0.5)}
+    assert (nodes["b"]["reachable"], nodes["b"]["error"]) == (True, None)
+    assert len(nodes["b"]["gpus"]) == 3
+
+
 def test_orphans_on_both_nodes_are_listed_and_killed_there(ray_cluster, tmp_path):
     from eagle_console.journal import Journal
     from eagle_console.ops.nodes import kill_on_nodes, read_nodes

@@ -124,14 +124,30 @@ class NodeAgent:
         return data
 
 
+def _agent_name(node: str) -> str:
+    from eagle_console import __version__
+
+    # the version in the name: an agent left by an older eagle-console is not asked to run newer code
+    return f"{AGENT_PREFIX}{node}@{__version__}"
+
+
 def agent(name: str) -> Any:
     """The handle of node `name`'s agent, started there on first use (detached: it outlives this console,
     so the next console finds it warm; it dies with its node)."""
     import ray
 
-    from eagle_console import __version__
-
     actor = ray.remote(num_cpus=0, max_restarts=0)(NodeAgent)
-    # the version in the name: an agent left by an older eagle-console is not asked to run newer code
-    return actor.options(name=f"{AGENT_PREFIX}{name}@{__version__}", namespace=NAMESPACE, lifetime="detached",
+    return actor.options(name=_agent_name(name), namespace=NAMESPACE, lifetime="detached",
                          get_if_exists=True, resources=pin(name)).remote(name)
+
+
+def agent_running(name: str) -> bool:
+    """Whether node `name`'s agent is already known to the cluster (a first question would start it: a new
+    Ray worker on that node, seconds on a loaded machine, which is not the node being unreachable)."""
+    import ray
+
+    try:
+        ray.get_actor(_agent_name(name), namespace=NAMESPACE)
+    except ValueError:  # no such actor (never started, or gone with its node)
+        return False
+    return True

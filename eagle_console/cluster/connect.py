@@ -54,6 +54,13 @@ def ask_agent(address: str, node: str, method: str, *args: object, timeout: floa
     return _call(address, "agent", timeout, node=node, method=method, args=list(args))
 
 
-def ask_agents(address: str, calls: dict[str, tuple[str, list]], timeout: float) -> dict[str, dict]:
-    """The same kind of question to several agents at once: node -> {"ok": value} | {"error", "kinds"}."""
-    return _call(address, "agents", timeout, calls={n: [m, list(a)] for n, (m, a) in calls.items()})
+AGENT_START_S = 15.0  # an agent a question has to start first: a new Ray worker on its node
+
+
+def ask_agents(address: str, calls: dict[str, tuple[str, list]], timeout: float,
+               start_s: float = AGENT_START_S) -> dict[str, dict]:
+    """The same kind of question to several agents at once: node -> {"ok": value} | {"error", "kinds"}.
+    A running agent has `timeout` to answer; one not running yet (the cluster just started, the agent's
+    node just came back) has `timeout + start_s`, its start included: slow to start is not unreachable."""
+    return _call(address, "agents", timeout + start_s, calls={n: [m, list(a)] for n, (m, a) in calls.items()},
+                 answer_s=timeout)

@@ -85,20 +85,31 @@ def op_agent(timeout: float, node: str, method: str, args: list[Any]) -> Any:
     return ray.get(getattr(agent(node), method).remote(*args), timeout=timeout)
 
 
-def op_agents(timeout: float, calls: dict[str, list[Any]]) -> dict[str, dict[str, Any]]:
-    """The same question to several nodes' agents at once: node -> {"ok": value} or an error."""
+def op_agents(timeout: float, calls: dict[str, list[Any]], answer_s: float | None = None) -> dict[str, dict[str, Any]]:
+    """The same question to several nodes' agents at once: node -> {"ok": value} or an error. A running
+    agent has `answer_s` to answer (default: all of `timeout`); one this call had to start has all of
+    `timeout`, its start included (a Ray worker starting on its node)."""
     import ray
 
-    from eagle_console.cluster.agent import agent
+    from eagle_console.cluster.agent import agent, agent_running
 
+    started = time.monotonic()
+    answer_s = timeout if answer_s is None else min(answer_s, timeout)
     out: dict[str, dict[str, Any]] = {}
     pending: dict[Any, str] = {}
+    starting: set[str] = set()
     for node, (method, args) in calls.items():
         try:
+            if not agent_running(node):
+                starting.add(node)
             pending[getattr(agent(node), method).remote(*args)] = node
         except Exception as exc:  # noqa: BLE001 - one node's failure is that node's answer
             out[node] = _error(exc)
-    ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=timeout) if pending else ([], [])
+    ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=answer_s) if pending else ([], [])
+    late = [ref for ref, node in pending.items() if ref not in ready and node in starting]
+    if late:  # agents still starting: the rest of the time is theirs
+        left = max(0.0, timeout - (time.monotonic() - started))
+        ready += ray.wait(late, num_returns=len(late), timeout=left)[0]
     for ref in ready:
         try:
             out[pending[ref]] = {"ok": ray.get(ref, timeout=0)}
@@ -106,7 +117,9 @@ def op_agents(timeout: float, calls: dict[str, list[Any]]) -> dict[str, dict[str
             out[pending[ref]] = _error(exc)
     for ref, node in pending.items():
         if ref not in ready:
-            out[node] = {"error": f"no answer within {timeout:g}s", "kinds": ["GetTimeoutError"]}
+            said = (f"its agent did not start and answer within {timeout:g}s" if node in starting
+                    else f"no answer within {answer_s:g}s")
+            out[node] = {"error": said, "kinds": ["GetTimeoutError"]}
             ray.cancel(ref, force=False)
     return out
 
