@@ -126,7 +126,7 @@ class LogLines(ScrollView, can_focus=True):
         self._rows.width = 0
         self._resize()
         if self.view.following:
-            self.scroll_end(animate=False, immediate=True)
+            self.scroll_end(animate=False, immediate=True, force=True)  # as in _on_resized
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # What every row of a frame shares, found once: the style walks the widget's ancestors, the width
@@ -174,9 +174,12 @@ class LogLines(ScrollView, can_focus=True):
 
     def _on_resized(self) -> None:
         """A following view stays on the last line when it changes size (the terminal resized, the head
-        above it grew, the tab shown again): Textual keeps the offset, which left the end off screen."""
+        above it grew, the tab shown again): Textual keeps the offset, which left the end off screen.
+        `force`: on a pane just shown, the rows its width wraps to arrive in this resize, before Textual has
+        shown the scrollbar they need, and Textual refuses to scroll a widget without one (`allow_vertical_
+        scroll`): a following pane stayed on its first rows with the status saying "following"."""
         if self.view.following:
-            self.scroll_end(animate=False, immediate=True)
+            self.scroll_end(animate=False, immediate=True, force=True)
 
     def on_show(self) -> None:
         self._on_resized()
