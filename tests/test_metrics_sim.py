@@ -94,12 +94,18 @@ def test_sim_without_enable_metrics_has_no_metrics(tmp_path):
         srv.cleanup()
 
 
+# Below the K2.5 runs' 82 tok/s: the sim decodes ~100 tok/s in wall-clock time (as SGLang counts it), and a
+# loaded 2-core CI slowed it to 71 tok/s, under 82, failing the "working drafter" test; its check (above
+# the plan's baseline, no finding) is unchanged.
+BASELINE = 50.0
+
+
 def plan_for(tmp_path: Path, url: str) -> Path:
     path = tmp_path / "plan.toml"
     path.write_text(f'''[plan]
 id = "m"
 title = "metrics"
-baseline = {{ tok_s = 82.0 }}
+baseline = {{ tok_s = {BASELINE} }}
 
 [[phase]]
 id = "0"
@@ -174,7 +180,8 @@ def test_working_drafter_raises_nothing(server, tmp_path):
         stop.set()
         loader.join(30)
         journal.close()
-    assert doc["accept_length"] > 2.0 and doc["gen_throughput"] > 82.0, doc
+    assert doc["baseline_tok_s"] == BASELINE
+    assert doc["accept_length"] > 2.0 and doc["gen_throughput"] > BASELINE, doc
     assert doc["findings"] == []
     assert doc["itl_s"]["p50"] is not None and doc["ttft_s"]["p90"] is not None
     assert doc["window_s"] is not None
