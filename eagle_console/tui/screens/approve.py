@@ -20,6 +20,7 @@ CHOICES = (("approve", "✔ Approve — start it now, from this console"), ("den
 
 class ApprovalScreen(ModalScreen["tuple[bool, str | None] | None"]):
     """Dismisses with (approved, note or None), or None when closed without answering."""
+    CSS_PATH = "dialogs.tcss"  # read when the first dialog opens (console.tcss: the main screen only)
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 

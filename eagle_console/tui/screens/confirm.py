@@ -42,6 +42,7 @@ def kill_preview(args: Mapping[str, Any], sim_dir: Path | None, journal: Journal
 
 
 class ConfirmScreen(ModalScreen[bool]):
+    CSS_PATH = "dialogs.tcss"  # read when the first dialog opens (console.tcss: the main screen only)
     DEFAULT_CSS = """
     ConfirmScreen { align: center middle; }
     ConfirmScreen #dialog-preview { color: $warning; }

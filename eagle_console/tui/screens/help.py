@@ -19,7 +19,8 @@ def key_lines(keys: list[tuple[str, str]]) -> str:
 
 
 class HelpScreen(ModalScreen[None]):
-    DEFAULT_CSS = "HelpScreen .help-head { text-style: bold; }"  # its #dialog's size: console.tcss
+    CSS_PATH = "dialogs.tcss"  # read when the first dialog opens (console.tcss: the main screen only)
+    DEFAULT_CSS = "HelpScreen .help-head { text-style: bold; }"  # its #dialog's size: dialogs.tcss
     BINDINGS = [Binding("escape,q,question_mark", "close", "Close"),
                 Binding("j,down", "scroll(1)", "Down", show=False), Binding("k,up", "scroll(-1)", "Up", show=False)]
 

@@ -48,6 +48,7 @@ DIALOG_CELLS = 150  # the dialog's width (KillScreen's CSS), less on a narrower 
 
 class KillScreen(ModalScreen[KillRecord | None]):
     """Dismisses with the journaled record, or None when nothing was killed."""
+    CSS_PATH = "dialogs.tcss"  # read when the first dialog opens (console.tcss: the main screen only)
 
     state: reactive[KillState] = reactive("scanning", init=False)  # scanning → choosing ⇄ confirming → killing → done
 

@@ -15,6 +15,7 @@ from eagle_console.tui.labels import GLYPHS
 
 class MarkScreen(ModalScreen["tuple[str, str | None] | None"]):
     """Dismisses with (status, note or None), or None when cancelled."""
+    CSS_PATH = "dialogs.tcss"  # read when the first dialog opens (console.tcss: the main screen only)
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 

@@ -10,6 +10,7 @@ from textual.widgets import Input, Label, Static
 
 
 class NoteScreen(ModalScreen["str | None"]):
+    CSS_PATH = "dialogs.tcss"  # read when the first dialog opens (console.tcss: the main screen only)
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(self, step_id: str, title: str) -> None:

@@ -28,6 +28,7 @@ def order_text(choice: RollbackChoice, cascade: bool) -> str:
 
 class RollbackScreen(ModalScreen["bool | None"]):
     """Dismisses with the cascade flag to use (True/False), or None when cancelled."""
+    CSS_PATH = "dialogs.tcss"  # read when the first dialog opens (console.tcss: the main screen only)
 
     DEFAULT_CSS = "RollbackScreen { align: center middle; }"
     BINDINGS = [
