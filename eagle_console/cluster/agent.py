@@ -134,20 +134,19 @@ def _agent_name(node: str) -> str:
 def agent(name: str) -> Any:
     """The handle of node `name`'s agent, started there on first use (detached: it outlives this console,
     so the next console finds it warm; it dies with its node)."""
-    import ray
-
-    actor = ray.remote(num_cpus=0, max_restarts=0)(NodeAgent)
-    return actor.options(name=_agent_name(name), namespace=NAMESPACE, lifetime="detached",
-                         get_if_exists=True, resources=pin(name)).remote(name)
+    return find_or_start(name)[0]
 
 
-def agent_running(name: str) -> bool:
-    """Whether node `name`'s agent is already known to the cluster (a first question would start it: a new
-    Ray worker on that node, seconds on a loaded machine, which is not the node being unreachable)."""
+def find_or_start(name: str) -> tuple[Any, bool]:
+    """Node `name`'s agent and whether this call started it: a first question to a new agent waits on a new
+    Ray worker on that node (seconds on a loaded machine), which is not the node being unreachable."""
     import ray
 
     try:
-        ray.get_actor(_agent_name(name), namespace=NAMESPACE)
-    except ValueError:  # no such actor (never started, or gone with its node)
-        return False
-    return True
+        return ray.get_actor(_agent_name(name), namespace=NAMESPACE), False
+    except ValueError:  # no such actor: never started, or gone with its node
+        pass
+    actor = ray.remote(num_cpus=0, max_restarts=0)(NodeAgent)
+    # get_if_exists: another console may start it between the lookup and here
+    return actor.options(name=_agent_name(name), namespace=NAMESPACE, lifetime="detached",
+                         get_if_exists=True, resources=pin(name)).remote(name), True

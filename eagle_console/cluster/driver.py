@@ -91,7 +91,7 @@ def op_agents(timeout: float, calls: dict[str, list[Any]], answer_s: float | Non
     `timeout`, its start included (a Ray worker starting on its node)."""
     import ray
 
-    from eagle_console.cluster.agent import agent, agent_running
+    from eagle_console.cluster.agent import find_or_start
 
     started = time.monotonic()
     answer_s = timeout if answer_s is None else min(answer_s, timeout)
@@ -100,9 +100,10 @@ def op_agents(timeout: float, calls: dict[str, list[Any]], answer_s: float | Non
     starting: set[str] = set()
     for node, (method, args) in calls.items():
         try:
-            if not agent_running(node):
+            handle, started_now = find_or_start(node)
+            if started_now:
                 starting.add(node)
-            pending[getattr(agent(node), method).remote(*args)] = node
+            pending[getattr(handle, method).remote(*args)] = node
         except Exception as exc:  # noqa: BLE001 - one node's failure is that node's answer
             out[node] = _error(exc)
     ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=answer_s) if pending else ([], [])
