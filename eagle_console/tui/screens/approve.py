@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
+
+from eagle_console.tui.screens.dialog import Dialog
 
 if TYPE_CHECKING:
     from eagle_console.journal.approvals import Approval
@@ -18,9 +19,8 @@ if TYPE_CHECKING:
 CHOICES = (("approve", "✔ Approve — start it now, from this console"), ("deny", "✖ Deny — nothing starts"))
 
 
-class ApprovalScreen(ModalScreen["tuple[bool, str | None] | None"]):
+class ApprovalScreen(Dialog["tuple[bool, str | None] | None"]):
     """Dismisses with (approved, note or None), or None when closed without answering."""
-    CSS_PATH = "dialogs.tcss"  # read when the first dialog opens (console.tcss: the main screen only)
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from eagle_console.tui.panes.gpu_rows import holder_command
+from eagle_console.tui.screens.dialog import Dialog
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -41,8 +41,7 @@ def kill_preview(args: Mapping[str, Any], sim_dir: Path | None, journal: Journal
     return preview(args, sim_dir, journal, command=lambda h: holder_command(h, 40))
 
 
-class ConfirmScreen(ModalScreen[bool]):
-    CSS_PATH = "dialogs.tcss"  # read when the first dialog opens (console.tcss: the main screen only)
+class ConfirmScreen(Dialog[bool]):
     DEFAULT_CSS = """
     ConfirmScreen { align: center middle; }
     ConfirmScreen #dialog-preview { color: $warning; }

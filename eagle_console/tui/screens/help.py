@@ -6,11 +6,11 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
 from eagle_console.tui.keys import dialog_keys
 from eagle_console.tui.labels import APPROVAL_MARK, GLYPHS, RUNNING_MARK, UNMET_MARK
+from eagle_console.tui.screens.dialog import Dialog
 
 
 def key_lines(keys: list[tuple[str, str]]) -> str:
@@ -18,8 +18,7 @@ def key_lines(keys: list[tuple[str, str]]) -> str:
     return "\n".join(f"{k.ljust(width)}  {d}" for k, d in keys)
 
 
-class HelpScreen(ModalScreen[None]):
-    CSS_PATH = "dialogs.tcss"  # read when the first dialog opens (console.tcss: the main screen only)
+class HelpScreen(Dialog[None]):
     DEFAULT_CSS = "HelpScreen .help-head { text-style: bold; }"  # its #dialog's size: dialogs.tcss
     BINDINGS = [Binding("escape,q,question_mark", "close", "Close"),
                 Binding("j,down", "scroll(1)", "Down", show=False), Binding("k,up", "scroll(-1)", "Up", show=False)]

@@ -17,13 +17,13 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.reactive import reactive
-from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from eagle_console.node.gpus.unseen import unseen_notes
 from eagle_console.ops import KillRecord, memory_by_gpu
 from eagle_console.tui.cells import ellipsise
 from eagle_console.tui.panes.gpu_rows import holder_command
+from eagle_console.tui.screens.dialog import Dialog
 from eagle_console.tui.screens.kill_text import left_text, remote_text, result_text, row_key
 from eagle_console.tui.theme import tstyle
 
@@ -46,9 +46,8 @@ TABLE_ROWS = 16  # the most the holders table takes; fewer when the terminal is 
 DIALOG_CELLS = 150  # the dialog's width (KillScreen's CSS), less on a narrower screen
 
 
-class KillScreen(ModalScreen[KillRecord | None]):
+class KillScreen(Dialog[KillRecord | None]):
     """Dismisses with the journaled record, or None when nothing was killed."""
-    CSS_PATH = "dialogs.tcss"  # read when the first dialog opens (console.tcss: the main screen only)
 
     state: reactive[KillState] = reactive("scanning", init=False)  # scanning → choosing ⇄ confirming → killing → done
 

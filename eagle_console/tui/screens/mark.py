@@ -5,17 +5,16 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
 from eagle_console.journal.status import STATUSES
 from eagle_console.tui.labels import GLYPHS
+from eagle_console.tui.screens.dialog import Dialog
 
 
-class MarkScreen(ModalScreen["tuple[str, str | None] | None"]):
+class MarkScreen(Dialog["tuple[str, str | None] | None"]):
     """Dismisses with (status, note or None), or None when cancelled."""
-    CSS_PATH = "dialogs.tcss"  # read when the first dialog opens (console.tcss: the main screen only)
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
+from eagle_console.tui.screens.dialog import Dialog
 
-class NoteScreen(ModalScreen["str | None"]):
-    CSS_PATH = "dialogs.tcss"  # read when the first dialog opens (console.tcss: the main screen only)
+
+class NoteScreen(Dialog["str | None"]):
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(self, step_id: str, title: str) -> None:

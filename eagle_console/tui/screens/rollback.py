@@ -9,10 +9,10 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from eagle_console.ops.rollback import RollbackChoice
+from eagle_console.tui.screens.dialog import Dialog
 
 
 def order_text(choice: RollbackChoice, cascade: bool) -> str:
@@ -26,9 +26,8 @@ def order_text(choice: RollbackChoice, cascade: bool) -> str:
     return "\n".join(f"{n}. {item.step_id}: {item.description}" for n, item in enumerate(items, 1))
 
 
-class RollbackScreen(ModalScreen["bool | None"]):
+class RollbackScreen(Dialog["bool | None"]):
     """Dismisses with the cascade flag to use (True/False), or None when cancelled."""
-    CSS_PATH = "dialogs.tcss"  # read when the first dialog opens (console.tcss: the main screen only)
 
     DEFAULT_CSS = "RollbackScreen { align: center middle; }"
     BINDINGS = [
