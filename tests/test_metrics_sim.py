@@ -233,3 +233,27 @@ def test_decode_logs_count_the_servers_steps_not_a_requests(tmp_path):
         text = fetch(srv.url + "/metrics")
         accept = [line for line in text.splitlines() if line.startswith("sglang:spec_accept_length{")]
         assert accept and float(accept[0].split()[-1]) > 1.0
+
+
+def test_the_accept_window_spans_idle_gaps_until_the_next_decode_log():
+    """SGLang zeroes its accept counters only when it logs (metrics_reporter.py report_decode_stats), so a
+    window holds every verify step since the last log. The sim zeroed them whenever a request began on an idle
+    server: a log that fell on a request's first step read that one step alone (accept 1.00 about one time in
+    fifty here, which failed CI)."""
+    from prometheus_client import generate_latest
+
+    from eagle_console.sim.server_config import ServerConfig
+    from eagle_console.sim.server_http import SimEngine
+
+    cfg = ServerConfig(speculative_algorithm="EAGLE3", speculative_num_steps=3, speculative_num_draft_tokens=4,
+                       decode_log_interval=4, enable_metrics=True)
+    engine = SimEngine(cfg, None, [0])
+    engine.begin(10)
+    for _ in range(3):  # three verify steps of 3 tokens each, then the request ends and the server idles
+        engine.step(3)
+    engine.end(19)
+    engine.begin(10)
+    engine.step(1)  # the server's 4th decode step: the log falls on the new request's first step
+    gauges = [line for line in generate_latest(engine.metrics.registry).decode().splitlines()
+              if line.startswith(("sglang:spec_accept_length{", "sglang:spec_accept_rate{"))]
+    assert [float(line.split()[-1]) for line in gauges] == [10 / 4, (10 - 4) / (4 * 3)]

@@ -51,15 +51,27 @@ class SimServer:
 
     def cleanup(self) -> None:
         """Kill every process of the server's session (launcher, schedulers, orphans) and reap them."""
-        pids = self.session_pids()
-        for pid in pids:
+        procs = live_processes(self.session_pids())
+        for proc in procs:
             try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
+                proc.send_signal(signal.SIGKILL)
+            except psutil.NoSuchProcess:
                 pass
         if self.proc.poll() is None:
             self.proc.wait(timeout=10)
-        psutil.wait_procs([psutil.Process(p) for p in pids if psutil.pid_exists(p)], timeout=10)
+        psutil.wait_procs(procs, timeout=10)
+
+
+def live_processes(pids: list[int]) -> list[psutil.Process]:
+    """psutil handles for the pids still running. A pid can exit between a check and psutil.Process(), so
+    each is opened once, inside the try (pid_exists then Process() raced and failed CI)."""
+    procs = []
+    for pid in pids:
+        try:
+            procs.append(psutil.Process(pid))
+        except psutil.NoSuchProcess:
+            continue
+    return procs
 
 
 def start_server(tmp: Path, tp: int = 2, spec: bool = True, extra: list[str] | None = None,
@@ -99,7 +111,7 @@ def wait_ready(server: SimServer, limit_s: float = 60.0) -> list[int | None]:
 
 
 def wait_gone(pids: list[int], limit_s: float = 20.0) -> None:
-    procs = [psutil.Process(p) for p in pids if psutil.pid_exists(p)]
+    procs = live_processes(pids)
     _gone, alive = psutil.wait_procs(procs, timeout=limit_s)
     alive = [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
     assert not alive, f"still running: {alive}"

@@ -78,9 +78,12 @@ class SimEngine:
 
     def begin(self, prompt_tokens: int) -> None:
         with self.lock:
-            if self.running == 0:  # an idle gap is not decode time
-                self._win_steps = self._win_tokens = self._win_accept = 0
+            if self.running == 0:  # an idle gap is not decode time (the throughput window restarts)
+                self._win_tokens = 0
                 self._win_t0 = time.monotonic()
+                # the accept counters are not reset here: SGLang 0.5.23 (metrics_reporter.py
+                # report_decode_stats) zeroes spec_num_accept_tokens/spec_num_forward_ct only when it logs, so
+                # a window spans every verify step since the last decode log, across idle gaps
             self.running += 1
             self.used_tokens += prompt_tokens
             usage = self.used_tokens / 75000
