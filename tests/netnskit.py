@@ -178,11 +178,13 @@ def start_two_host_cluster(net: TwoHosts, extra_env: dict[str, str] | None = Non
 
 
 def kill_gcs(cluster) -> int:
-    """kill -9 the head's GCS server; returns its pid."""
+    """kill -9 the head's GCS server; returns its pid. Every node's Ray processes are left running, at the
+    lowest CPU priority (`spare_the_cpu`)."""
     head = next(iter(cluster.nodes.values()))
     for p in psutil.Process(head.proc.pid).children(recursive=True):
         if p.name() == "gcs_server":
             p.kill()
+            spare_the_cpu(cluster, list(cluster.nodes))
             return p.pid
     raise LookupError("no gcs_server under the head's ray start")
 
@@ -191,12 +193,38 @@ def kill_node(cluster, name: str) -> None:
     """kill -9 node `name`'s `ray start` and every Ray process under it (its GCS and dashboard too, for the
     head). A step's supervisor and action under it are spared: they run in a session of their own (Ray 2.60
     `_exec_entrypoint`) and outlive the raylet on a real node too."""
+    for p in ray_processes(cluster, name):
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+    cluster.nodes[name].proc.wait(10)
+    if name == next(iter(cluster.nodes)):  # the head: the other nodes' Ray processes lose their GCS
+        spare_the_cpu(cluster, [n for n in cluster.nodes if n != name])
+
+
+def ray_processes(cluster, name: str) -> list[psutil.Process]:
+    """Node `name`'s Ray processes: its `ray start` and what runs under it, but not a step's supervisor or
+    action (eagle_console, sleep, sh), which live on without Ray."""
     leader = psutil.Process(cluster.nodes[name].proc.pid)
+    found = []
     for p in [*leader.children(recursive=True), leader]:
         with contextlib.suppress(psutil.Error):
             if "eagle_console" not in " ".join(p.cmdline()) and p.name() not in ("sleep", "sh"):
-                p.kill()
-    cluster.nodes[name].proc.wait(10)
+                found.append(p)
+    return found
+
+
+def spare_the_cpu(cluster, names: list[str]) -> None:
+    """Nice 19 for the Ray processes of nodes whose GCS just died. In Ray 2.60 each process that joined as a
+    driver (the dashboard agent of every node, a job's driver) then busy-loops until its raylet gives up,
+    60 s later: `listen_error_messages` (ray/_private/worker.py:2467-2474) calls the error subscriber's
+    poll(), which returns at once with nothing while the GCS is down, and loops again. The test measures
+    the console through those minutes, not Ray's spin; at nice 19 the spin takes only CPU nobody else
+    wants, instead of a core from the tests beside it (docs/performance.md, "The test suite on 2 cores")."""
+    for name in names:
+        if name in cluster.nodes and cluster.nodes[name].proc.poll() is None:
+            for p in ray_processes(cluster, name):
+                with contextlib.suppress(psutil.Error):
+                    p.nice(19)
 
 
 def restart_node(cluster, name: str) -> None:
