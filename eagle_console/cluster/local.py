@@ -102,8 +102,10 @@ class LocalCluster:
         # a small object store: nothing large travels here, and a container's 64 MiB /dev/shm (Docker's
         # default) then only makes Ray fall back to /tmp with a warning instead of sizing it from RAM
         place = self.placement.get(name, Placement("127.0.0.1"))
+        # no log monitor: it streams workers' output to drivers that ask for it, and ours join with
+        # log_to_driver=False (cluster/driver.py); a job's log is its supervisor's file, not this stream
         argv = [*place.prefix, ray, "start", "--block", "--num-cpus=1", f"--node-ip-address={place.ip}",
-                f"--object-store-memory={OBJECT_STORE_BYTES}",
+                f"--object-store-memory={OBJECT_STORE_BYTES}", "--include-log-monitor=false",
                 f'--resources={{"{node_resource(name)}": 1}}', *(f"{f}={free_port()}" for f in _PORT_FLAGS)]
         if head:
             argv += ["--head", f"--port={self.address.rpartition(':')[2]}", "--dashboard-host=127.0.0.1",
