@@ -260,3 +260,37 @@ def test_a_holder_in_a_session_led_from_outside_the_namespace_is_not_killed(tmp_
     assert holder["class"] == "other"
     assert holder["reason"].endswith("not signalled: " + MAYBE_LIVE_JOB.format(ppid=1))
     assert alive.strip() == "yes"
+
+
+def test_the_supervisors_follow_the_journal_from_one_scan_to_the_next(tmp_path):
+    """journal_supervisors remembers, per journal, which runs' supervisors are gone and asks /proc only about
+    the others (a scan asked about all 12,500 runs of a long history each time). What it answers must still
+    follow the journal: a run begun after the first scan, a supervisor recorded after its run began, one that
+    exits, a later run's, and a fresh reader's first scan."""
+    plan = write_plan(tmp_path, KILL_EVERYTHING_PLAN)
+    journal = Journal.for_plan(engine_for(plan).plan)
+
+    first, second, third = (subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                                             start_new_session=True) for _ in range(3))
+    try:
+        ended = journal.begin_run("0.1", command="true", log=None, force=True)
+        journal.record_proc(ended, "0.1", supervisor_pid=first.pid, supervisor_ctime=psutil.Process(first.pid).create_time())
+        assert journal_supervisors(journal) == {first.pid}
+        later = journal.begin_run("0.1", command="true", log=None, force=True)
+        assert journal_supervisors(journal) == {first.pid}  # begun, its supervisor not recorded yet
+        journal.record_proc(later, "0.1", supervisor_pid=second.pid,
+                            supervisor_ctime=psutil.Process(second.pid).create_time())
+        assert journal_supervisors(journal) == {first.pid, second.pid}
+        first.kill()
+        first.wait()
+        assert journal_supervisors(journal) == {second.pid}
+        again = journal.begin_run("0.1", command="true", log=None, force=True)  # a new run, a live supervisor
+        journal.record_proc(again, "0.1", supervisor_pid=third.pid, supervisor_ctime=psutil.Process(third.pid).create_time())
+        assert journal_supervisors(journal) == {second.pid, third.pid}
+        assert journal_supervisors(Journal.for_plan(engine_for(plan).plan)) == {second.pid, third.pid}  # a fresh reader
+    finally:
+        for proc in (first, second, third):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        journal.close()

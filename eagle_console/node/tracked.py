@@ -16,6 +16,8 @@ ops.nodes.tracked_on and judges their leaders there (`judged_here`, cluster/agen
 
 from __future__ import annotations
 
+import bisect
+import weakref
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,7 +27,7 @@ from eagle_console.processes import alive
 from eagle_console.statedir import artifacts_root
 
 if TYPE_CHECKING:
-    from eagle_console.journal import Journal
+    from eagle_console.journal import Journal, Run
 
 
 @dataclass(frozen=True)
@@ -91,5 +93,49 @@ def journal_supervisors(journal: Journal | None) -> frozenset[int]:
     eagle-console process even where its command line does not say so."""
     if journal is None:
         return frozenset()
-    return frozenset(r.supervisor_pid for r in journal.runs()
-                     if r.supervisor_pid and alive(r.supervisor_pid, r.supervisor_ctime))
+    watch = _SUPERVISORS.get(journal)
+    if watch is None:
+        watch = _SUPERVISORS[journal] = SupervisorWatch()
+    return watch.alive(journal)
+
+
+class SupervisorWatch:
+    """Which runs' supervisors may still be alive, kept across calls on one journal. A supervisor found gone
+    (its pid exited, or now another process's: a later create time) never comes back, so each run is
+    asked about until then and never after: every holder scan asked /proc about every run of the history
+    (22 ms a scan at 12,500 runs, most of the console's idle CPU on a long journal; issue 31)."""
+
+    def __init__(self) -> None:
+        self.seen = 0  # runs() in start order: the first `seen` are in `candidates` or known gone
+        self.candidates: list[int] = []  # run ids whose supervisor is alive, or not recorded yet
+
+    def alive(self, journal: Journal) -> frozenset[int]:
+        runs = journal.runs()
+        if len(runs) < self.seen:  # the journal was replaced under us: start again
+            self.seen, self.candidates = 0, []
+        self.candidates.extend(r.id for r in runs[self.seen:])
+        self.seen = len(runs)
+        found: set[int] = set()
+        keep: list[int] = []
+        for run_id in self.candidates:
+            run = _find(runs, run_id)
+            if run is None:
+                continue
+            if not run.supervisor_pid:
+                if run.ended is None:  # its supervisor not recorded yet (record_proc comes after the start)
+                    keep.append(run_id)
+                continue
+            if alive(run.supervisor_pid, run.supervisor_ctime):
+                found.add(run.supervisor_pid)
+                keep.append(run_id)
+        self.candidates = keep
+        return frozenset(found)
+
+
+def _find(runs: list[Run], run_id: int) -> Run | None:
+    """Run `run_id` of `runs`, which is in start order: ids ascending (Journal.run would copy the list)."""
+    i = bisect.bisect_left(runs, run_id, key=lambda r: r.id)
+    return runs[i] if i < len(runs) and runs[i].id == run_id else None
+
+
+_SUPERVISORS: weakref.WeakKeyDictionary[Journal, SupervisorWatch] = weakref.WeakKeyDictionary()
