@@ -294,3 +294,36 @@ def test_the_supervisors_follow_the_journal_from_one_scan_to_the_next(tmp_path):
                 proc.kill()
                 proc.wait()
         journal.close()
+
+
+def test_the_tracked_runs_follow_the_journal_from_one_poll_to_the_next(tmp_path):
+    """tracked_runs keeps an ended run's record and looks again only at runs begun or still open since the
+    last call (it walked the whole history each poll). What it answers must still be the journal's: a
+    session recorded after the first call, a run that ends (live, then ended), runs in start order."""
+    from eagle_console.node.procs import tracked_runs
+
+    plan = write_plan(tmp_path, KILL_EVERYTHING_PLAN)
+    journal = Journal.for_plan(engine_for(plan).plan)
+    action = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        ctime = psutil.Process(action.pid).create_time()
+        old = journal.begin_run("0.1", command="true", log=None, force=True)
+        journal.record_proc(old, "0.1", pid=4_000_000, pid_ctime=1.0, pgid=4_000_000, sid=4_000_000)
+        journal.end_run(old, "0.1", exit_code=0, outcome="completed")
+        assert [(t.run_id, t.ended is not None) for t in tracked_runs(journal)] == [(old, True)]
+        run = journal.begin_run("0.1", command="true", log=None, force=True)
+        assert [t.run_id for t in tracked_runs(journal)] == [old]  # no session recorded yet
+        journal.record_proc(run, "0.1", pid=action.pid, pid_ctime=ctime, pgid=action.pid, sid=action.pid)
+        (_, live) = tracked_runs(journal)
+        assert (live.run_id, live.main_alive, live.ended) == (run, True, None)
+        action.kill()
+        action.wait()
+        (_, dead) = tracked_runs(journal)
+        assert (dead.run_id, dead.main_alive, dead.ended) == (run, False, None)  # the supervisor records the end
+        journal.end_run(run, "0.1", exit_code=-9, outcome="failed")
+        assert [(t.run_id, t.ended is not None) for t in tracked_runs(journal)] == [(old, True), (run, True)]
+    finally:
+        if action.poll() is None:
+            action.kill()
+            action.wait()
+        journal.close()

@@ -19,6 +19,7 @@ class RunFold:
         self.index: dict[int, Run] = {}
         self.by_step: dict[str, list[Run]] = {}
         self.open: dict[int, Run] = {}  # begun, no journaled exit yet
+        self.services: list[Run] = []  # the service runs, in start order: the Server tab asks for the latest
         self.seen = 0  # the last event id folded
 
     def apply(self, events: Iterable[Event], make_run: Any) -> None:
@@ -33,6 +34,8 @@ class RunFold:
                 self.index[e.id] = self.open[e.id] = run
                 self.runs.append(run)
                 self.by_step.setdefault(run.step_id, []).append(run)
+                if run.service:
+                    self.services.append(run)
                 continue
             run = self.index.get(e.run_id or -1)
             if run is None:

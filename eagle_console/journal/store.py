@@ -370,13 +370,17 @@ class Journal:
         """Every run (of one step), in start order, folded incrementally (journal/runfold.py). The Run
         objects are shared between calls: treat them as read-only."""
         with self._lock:
-            self._fold_runs()
-            runs = self._fold.runs if step_id is None else self._fold.by_step.get(step_id, [])
-            for run_id in self._derived.touched():
-                run = self._fold.index.get(run_id)
-                if run is not None:
-                    self._derived.apply_run(run)
-            return list(runs)
+            fold = self._folded()
+            return list(fold.runs if step_id is None else fold.by_step.get(step_id, []))
+
+    def _folded(self) -> RunFold:
+        """The runs folded up to now, with what a read-only reader derived applied (under the lock)."""
+        self._fold_runs()
+        for run_id in self._derived.touched():
+            run = self._fold.index.get(run_id)
+            if run is not None:
+                self._derived.apply_run(run)
+        return self._fold
 
     def _fold_runs(self) -> None:
         if self._fold.seen and self.last_event_id() < self._fold.seen:  # the file was replaced: fold again
@@ -411,8 +415,15 @@ class Journal:
         return f"{what} {number} of step {run.step_id} (id {run_id})"
 
     def latest_run(self, step_id: str, kind: str | None = "action") -> Run | None:
-        runs = [r for r in self.runs(step_id) if kind is None or r.kind == kind]
-        return runs[-1] if runs else None
+        # from the end, without a copy: the panes ask each poll, and a long history has thousands of runs
+        with self._lock:
+            return next((r for r in reversed(self._folded().by_step.get(step_id, []))
+                         if kind is None or r.kind == kind), None)
+
+    def latest_service_run(self) -> Run | None:
+        """The latest service run (of any step) that has a log: what the Server and Metrics tabs follow."""
+        with self._lock:
+            return next((r for r in reversed(self._folded().services) if r.log), None)
 
     def open_runs(self) -> list[Run]:
         with self._lock:

@@ -48,8 +48,8 @@ def service_source(plan: Plan, journal: Journal, step_id: str | None) -> tuple[s
     step = plan.step(step_id) if step_id else None
     if step is not None and step.service:
         return step.id, latest_log(journal, step.id)
-    runs = [r for r in journal.runs() if r.service and r.log]
-    return (runs[-1].step_id, Path(runs[-1].log)) if runs else (None, None)
+    run = journal.latest_service_run()
+    return (run.step_id, Path(run.log)) if run is not None and run.log else (None, None)
 
 
 def service_step(plan: Plan, journal: Journal, step_id: str | None) -> str | None:
