@@ -68,16 +68,43 @@ def start_retrying(start, attempts: int = 3):
             print(f"[clusterkit] a port was taken during the start, starting again: {str(exc)[-300:]}")
 
 
-@pytest.fixture(scope="session")
+_SHARED: list = []  # the session's cluster while it runs (at most one)
+
+
+@pytest.fixture
 def ray_cluster():
+    """The session's one cluster, started by the first test that needs it and stopped after the last of a run
+    of such tests (pytest_runtest_teardown below). A session fixture lived until the session ended: under
+    xdist the `ray` group's worker kept its two idle nodes running (~35 CPU-s a suite run) long after the
+    group was done."""
     if not HAVE_RAY:
         pytest.skip("Ray is not installed")
-    started = time.monotonic()
-    cluster = start_cluster()
-    print(f"\n[clusterkit] cluster up in {time.monotonic() - started:.1f}s at {cluster.address}")
-    yield cluster
-    cluster.stop()
-    shutil.rmtree(cluster.root, ignore_errors=True)
+    if not _SHARED:
+        started = time.monotonic()
+        _SHARED.append(start_cluster())
+        print(f"\n[clusterkit] cluster up in {time.monotonic() - started:.1f}s at {_SHARED[0].address}")
+    return _SHARED[0]
+
+
+def stop_shared_cluster() -> None:
+    while _SHARED:
+        cluster = _SHARED.pop()
+        cluster.stop()
+        shutil.rmtree(cluster.root, ignore_errors=True)
+
+
+@pytest.hookimpl(trylast=True)  # after the item's own fixtures are torn down
+def pytest_runtest_teardown(item, nextitem) -> None:
+    """The next test of this process does not use the cluster (or there is none): stop it now. The `ray`
+    group's tests run one after another on one worker (tests/conftest.py), so this stops it once there; a
+    serial run starts it again if a later file needs it."""
+    if _SHARED and "ray_cluster" in getattr(item, "fixturenames", ()) and (
+            nextitem is None or "ray_cluster" not in getattr(nextitem, "fixturenames", ())):
+        stop_shared_cluster()
+
+
+def pytest_sessionfinish(session) -> None:
+    stop_shared_cluster()
 
 
 def pytest_configure(config) -> None:

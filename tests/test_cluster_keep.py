@@ -29,13 +29,18 @@ pytestmark = needs_ray
 NOBODY = 65534
 
 
-@pytest.fixture(scope="module")
+_AGENTS_STARTED: set[str] = set()  # the clusters whose agents a first read started
+
+
+@pytest.fixture
 def cluster(ray_cluster):
     """The session's cluster with its node agents started (a first call starts their workers: ~1.3 s, past
     the CLI's 2 s read on a loaded machine)."""
     from eagle_console.ops.nodes import read_nodes
 
-    read_nodes(ray_cluster.address, timeout=30)
+    if ray_cluster.address not in _AGENTS_STARTED:
+        read_nodes(ray_cluster.address, timeout=30)
+        _AGENTS_STARTED.add(ray_cluster.address)
     return ray_cluster
 
 
