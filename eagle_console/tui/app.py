@@ -19,8 +19,6 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Static, Tree
 
-from eagle_console.ops import export as export_op
-from eagle_console.ops import rollback, steps
 from eagle_console.tui import fit, keys, messages, theme, toasts, workers, zoom
 from eagle_console.tui.commands import ConsoleCommands
 from eagle_console.tui.context import ConsoleContext
@@ -284,7 +282,7 @@ class ConsoleApp(App[int]):
             self._start(step_id)
 
     def _start(self, step_id: str) -> None:
-        self._in_thread(workers.run_op, steps.start_step, self.ctx.engine, step_id)
+        self._in_thread(workers.start_step, self.ctx.engine, step_id)
         step = self.ctx.plan.step(step_id)  # show what was just started: its service log, else its output
         self.action_tab("server" if step is not None and step.service else "output")
 
@@ -321,7 +319,7 @@ class ConsoleApp(App[int]):
 
         def done(choice: tuple[str, str | None] | None) -> None:
             if choice is not None:
-                self._in_thread(workers.run_op, steps.mark, self.ctx.journal, self.ctx.plan, step_id, *choice)
+                self._in_thread(workers.mark, self.ctx.journal, self.ctx.plan, step_id, *choice)
 
         self.push_screen(MarkScreen(step_id, step.title, current), done)
 
@@ -334,7 +332,7 @@ class ConsoleApp(App[int]):
 
         def done(text: str | None) -> None:
             if text:
-                self._in_thread(workers.run_op, steps.note, self.ctx.journal, step.id, text)
+                self._in_thread(workers.note, self.ctx.journal, step.id, text)
 
         self.push_screen(NoteScreen(step.id, step.title), done)
 
@@ -364,7 +362,7 @@ class ConsoleApp(App[int]):
 
         def answered(cascade: bool | None) -> None:
             if cascade is not None:
-                self._in_thread(workers.run_op, rollback.begin_rollback, self.ctx.engine, target, cascade)
+                self._in_thread(workers.begin_rollback, self.ctx.engine, target, cascade)
 
         self.push_screen(RollbackScreen(message.choice), answered)
 
@@ -434,10 +432,7 @@ class ConsoleApp(App[int]):
     # the palette's export
 
     def export_plan(self, fmt: str) -> None:
-        def export() -> str:
-            return f"exported ({fmt}) to {export_op.export(self.ctx.journal, self.ctx.plan, fmt)}"
-
-        self._in_thread(workers.run_op, export)
+        self._in_thread(workers.export, self.ctx.journal, self.ctx.plan, fmt)
 
 
 def make_app(plan: Plan, journal: Journal, *, readonly: bool = False, sim_dir: Path | None = None,
