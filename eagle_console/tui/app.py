@@ -24,6 +24,7 @@ from eagle_console.tui.commands import ConsoleCommands
 from eagle_console.tui.context import ConsoleContext
 from eagle_console.tui.keybar import KeyBar
 from eagle_console.tui.live import Snapshot, read_snapshot
+from eagle_console.tui.main_screen import ConsoleScreen
 from eagle_console.tui.panes.detail import DetailLine
 from eagle_console.tui.panes.logs import GPU_PANE, LogTabs, build_pane, mount_hidden_panes
 from eagle_console.tui.panes.plan_tree import PlanPane
@@ -80,6 +81,9 @@ class ConsoleApp(App[int]):
                 yield LogTabs(self.ctx, id="logs")
         yield self.detail
         yield KeyBar(id="keys")
+
+    def get_default_screen(self) -> ConsoleScreen:
+        return ConsoleScreen(id="_default")
 
     def _header_text(self) -> str:
         plan = self.ctx.plan
