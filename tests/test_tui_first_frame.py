@@ -13,6 +13,10 @@ PLAN = '[[phase]]\nid = "0"\ntitle = "P"\n\n[[phase.step]]\nid = "0.1"\ntitle = 
 
 def _first_frame(tmp_path, monkeypatch) -> tuple[object, dict]:
     """The console over a one-step plan, with what was true when its first frame was shown."""
+    return _first_frame_of(tmp_path, monkeypatch, PLAN)
+
+
+def _first_frame_of(tmp_path, monkeypatch, plan: str) -> tuple[object, dict]:
     from eagle_console.tui.app import ConsoleApp
 
     monkeypatch.setenv("EAGLE_CONSOLE_GPU_BACKEND", "none")
@@ -25,7 +29,7 @@ def _first_frame(tmp_path, monkeypatch) -> tuple[object, dict]:
         shown(self)
 
     monkeypatch.setattr(ConsoleApp, "_first_frame_shown", first)
-    app, journal = open_app(write_plan(tmp_path, PLAN))
+    app, journal = open_app(write_plan(tmp_path, plan))
     journal.close()
     return app, seen
 
@@ -80,5 +84,54 @@ def test_the_first_frame_builds_the_shown_tab_only_and_a_tab_shown_early_is_buil
         await until(pilot, lambda: next(iter(app.query(NcclPane)), None) is not None and
                     app.query_one(NcclPane).is_on_screen, what="the NCCL tab shown")
         assert not pane.is_on_screen
+
+    drive(app, scenario, size=(120, 40))
+
+
+LONG = ('[[phase]]\nid = "0"\ntitle = "A phase whose title is wider than the Plan pane at 120 columns"\n\n'
+        + "".join(f'[[phase.step]]\nid = "0.{n}"\ntitle = "Step {n} with a title longer than the pane is wide, '
+                  f'cut to fit"\nrun = "echo {n}"\n\n' for n in range(1, 6)))
+
+
+def test_the_first_frame_shows_every_step_of_a_plan_with_long_titles(tmp_path, monkeypatch):
+    """The tree's lines are built with the labels it shows (cut to the pane): built with the full titles, the
+    first layout saw a tree wider than its pane and gave it scrollbars, which took its last row; only the
+    extra layout passes of same-size Resizes (now skipped) took them away before the frame was shown."""
+    app, seen = _first_frame_of(tmp_path, monkeypatch, LONG)
+
+    async def scenario(pilot):
+        await until(pilot, lambda: "screen" in seen, what="the first frame")
+        for n in range(1, 6):
+            assert f"0.{n} Step {n} with a title" in seen["screen"]
+
+    drive(app, scenario, size=(120, 40))
+
+
+def test_a_resize_to_the_size_the_screen_has_is_no_layout_pass(tmp_path, monkeypatch):
+    """Three same-size Resizes reached the screen before its first frame, each a full layout and compositor
+    refresh (5 layouts before the first frame, 2 now); a Resize to another size is laid out as before."""
+    from textual import events
+    from textual.screen import Screen
+
+    app, seen = _first_frame(tmp_path, monkeypatch)
+    layouts: list = []
+    refresh_layout = Screen._refresh_layout
+
+    def counted(self, *args, **kwargs):
+        layouts.append(args)
+        return refresh_layout(self, *args, **kwargs)
+
+    monkeypatch.setattr(Screen, "_refresh_layout", counted)
+
+    async def scenario(pilot):
+        await until(pilot, lambda: "screen" in seen, what="the first frame")
+        await pilot.pause()
+        before = len(layouts)
+        app.screen.post_message(events.Resize(app.size, app.size))
+        await pilot.pause()
+        assert len(layouts) == before
+        await pilot.resize_terminal(100, 30)
+        await until(pilot, lambda: app.screen.size == (100, 30), what="the screen at 100x30")
+        assert len(layouts) > before
 
     drive(app, scenario, size=(120, 40))

@@ -9,14 +9,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-# where the engine writes a run's and a rollback's log: read from the same functions
-from eagle_console.engine.spec import rollback_log_path as rollback_log_path
-from eagle_console.engine.spec import step_log_path as step_log_path
-
 if TYPE_CHECKING:
     from eagle_console.journal import Journal, Run
-    from eagle_console.plan.model import Plan
+    from eagle_console.plan.model import Plan, Step
 
+
+# Where the engine writes a run's and a rollback's log: read from the same functions. engine.spec is imported
+# when one is asked for: the console's log panes import this module before their first frame (~3 ms).
+
+def step_log_path(plan: Plan, step: Step, run_id: int) -> Path:
+    from eagle_console.engine.spec import step_log_path as path
+
+    return path(plan, step, run_id)
+
+
+def rollback_log_path(plan: Plan, rollback_id: int) -> Path:
+    from eagle_console.engine.spec import rollback_log_path as path
+
+    return path(plan, rollback_id)
 
 
 def latest_log_run(journal: Journal, step_id: str | None) -> Run | None:

@@ -19,13 +19,12 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Static, Tree
 
-from eagle_console.ops import export as export_op
-from eagle_console.ops import rollback, steps
 from eagle_console.tui import fit, keys, messages, theme, toasts, workers, zoom
 from eagle_console.tui.commands import ConsoleCommands
 from eagle_console.tui.context import ConsoleContext
 from eagle_console.tui.keybar import KeyBar
 from eagle_console.tui.live import Snapshot, read_snapshot
+from eagle_console.tui.main_screen import ConsoleScreen
 from eagle_console.tui.panes.detail import DetailLine
 from eagle_console.tui.panes.logs import GPU_PANE, LogTabs, build_pane, mount_hidden_panes
 from eagle_console.tui.panes.plan_tree import PlanPane
@@ -82,6 +81,9 @@ class ConsoleApp(App[int]):
                 yield LogTabs(self.ctx, id="logs")
         yield self.detail
         yield KeyBar(id="keys")
+
+    def get_default_screen(self) -> ConsoleScreen:
+        return ConsoleScreen(id="_default")
 
     def _header_text(self) -> str:
         plan = self.ctx.plan
@@ -284,7 +286,7 @@ class ConsoleApp(App[int]):
             self._start(step_id)
 
     def _start(self, step_id: str) -> None:
-        self._in_thread(workers.run_op, steps.start_step, self.ctx.engine, step_id)
+        self._in_thread(workers.start_step, self.ctx.engine, step_id)
         step = self.ctx.plan.step(step_id)  # show what was just started: its service log, else its output
         self.action_tab("server" if step is not None and step.service else "output")
 
@@ -321,7 +323,7 @@ class ConsoleApp(App[int]):
 
         def done(choice: tuple[str, str | None] | None) -> None:
             if choice is not None:
-                self._in_thread(workers.run_op, steps.mark, self.ctx.journal, self.ctx.plan, step_id, *choice)
+                self._in_thread(workers.mark, self.ctx.journal, self.ctx.plan, step_id, *choice)
 
         self.push_screen(MarkScreen(step_id, step.title, current), done)
 
@@ -334,7 +336,7 @@ class ConsoleApp(App[int]):
 
         def done(text: str | None) -> None:
             if text:
-                self._in_thread(workers.run_op, steps.note, self.ctx.journal, step.id, text)
+                self._in_thread(workers.note, self.ctx.journal, step.id, text)
 
         self.push_screen(NoteScreen(step.id, step.title), done)
 
@@ -364,7 +366,7 @@ class ConsoleApp(App[int]):
 
         def answered(cascade: bool | None) -> None:
             if cascade is not None:
-                self._in_thread(workers.run_op, rollback.begin_rollback, self.ctx.engine, target, cascade)
+                self._in_thread(workers.begin_rollback, self.ctx.engine, target, cascade)
 
         self.push_screen(RollbackScreen(message.choice), answered)
 
@@ -434,10 +436,7 @@ class ConsoleApp(App[int]):
     # the palette's export
 
     def export_plan(self, fmt: str) -> None:
-        def export() -> str:
-            return f"exported ({fmt}) to {export_op.export(self.ctx.journal, self.ctx.plan, fmt)}"
-
-        self._in_thread(workers.run_op, export)
+        self._in_thread(workers.export, self.ctx.journal, self.ctx.plan, fmt)
 
 
 def make_app(plan: Plan, journal: Journal, *, readonly: bool = False, sim_dir: Path | None = None,

@@ -7,8 +7,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from eagle_console.ops.export import EXPORT_SUFFIX
-
 if TYPE_CHECKING:
     from eagle_console.tui.context import ConsoleContext
 
@@ -34,6 +32,7 @@ class PaletteHost(Protocol):
 def palette_entries(app: PaletteHost, per_step: bool = True) -> list[Entry]:
     """Everything the palette offers this console: every key's action, then (`per_step`) mark, run and roll
     back each step by name, then the exports. A read-only console offers only what changes nothing."""
+    from eagle_console.ops.export import EXPORT_SUFFIX  # not before the first frame: the palette needs it
     from eagle_console.tui.keys import MUTATING
     from eagle_console.tui.panes.logs import TABS
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from textual.worker import get_current_worker
 
 from eagle_console.journal import EventKind, Refused
-from eagle_console.ops import notices, rollback, steps
+from eagle_console.ops import notices
 from eagle_console.ops.hints import Hints, refusal_text
 from eagle_console.tui import messages
 from eagle_console.tui.live import read_snapshot, reload_plan, stamp
@@ -22,7 +22,9 @@ from eagle_console.tui.live import read_snapshot, reload_plan, stamp
 if TYPE_CHECKING:
     from textual.message import Message
 
+    from eagle_console.journal import Journal
     from eagle_console.ops.console import Engine
+    from eagle_console.plan.model import Plan
     from eagle_console.tui.context import ConsoleContext
 
 Post = Callable[["Message"], Any]
@@ -47,11 +49,48 @@ def run_op(post: Post, fn: Callable[..., str], *args: Any) -> None:
     post(messages.OpDone(text))
 
 
+# The keys' operations: ops.steps, ops.rollback and ops.export are imported here, in the worker of the first
+# key that needs one, not before the console's first frame (with ops.export: ~5 ms of its start).
+
+def start_step(post: Post, engine: Engine, step_id: str) -> None:
+    from eagle_console.ops import steps
+
+    run_op(post, steps.start_step, engine, step_id)
+
+
+def mark(post: Post, journal: Journal, plan: Plan, step_id: str, status: str, note: str | None) -> None:
+    from eagle_console.ops import steps
+
+    run_op(post, steps.mark, journal, plan, step_id, status, note)
+
+
+def note(post: Post, journal: Journal, step_id: str, text: str) -> None:
+    from eagle_console.ops import steps
+
+    run_op(post, steps.note, journal, step_id, text)
+
+
+def begin_rollback(post: Post, engine: Engine, target: str, cascade: bool) -> None:
+    from eagle_console.ops import rollback
+
+    run_op(post, rollback.begin_rollback, engine, target, cascade)
+
+
+def export(post: Post, journal: Journal, plan: Plan, fmt: str) -> None:
+    from eagle_console.ops import export as export_op
+
+    run_op(post, lambda: f"exported ({fmt}) to {export_op.export(journal, plan, fmt)}")
+
+
 def choose_next(post: Post, engine: Engine) -> None:
+    from eagle_console.ops import steps
+
     post(messages.NextChosen(steps.choose_next(engine, CONSOLE_HINTS)))
 
 
 def plan_rollback(post: Post, engine: Engine, target: str) -> None:
+    from eagle_console.ops import rollback
+
     choice = rollback.plan_rollback_choice(engine, target, CONSOLE_HINTS)
     if choice.refused and choice.cascade_refused:
         post(messages.OpDone(choice.refused, "error"))
@@ -61,6 +100,8 @@ def plan_rollback(post: Post, engine: Engine, target: str) -> None:
 
 def quit_line(post: Post, engine: Engine, runs_stop: bool = False) -> None:
     """`runs_stop`: the demo stops its runs when the console closes, and says so itself."""
+    from eagle_console.ops import steps
+
     if runs_stop:
         post(messages.QuitReady(None))
         return

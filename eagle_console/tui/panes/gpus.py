@@ -13,7 +13,6 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from eagle_console.node.fdcache import LinkCache, ScanReuse
-from eagle_console.node.gpus.unseen import unseen_by_gpu, unseen_notes
 from eagle_console.tui.messages import PlanReloaded, ReadGpusNow, TabShown
 from eagle_console.tui.panes._logview import Poller, QuietStatic
 from eagle_console.tui.panes.gpu_rows import FROM_THIS_TERMINAL as FROM_THIS_TERMINAL
@@ -34,6 +33,8 @@ FOREIGN_NOTE = "container: NVML pids are the host's"
 def render_reading(reading: GpuReading, width: int | None = None,
                    steady: set[int] | None = None) -> tuple[Text, Text]:
     """`steady`: the GPUs whose unseen memory the reading before showed too (None: say every one)."""
+    from eagle_console.node.gpus.unseen import unseen_notes  # node.gpus: at the first reading, not at startup
+
     sample = reading.sample
     if sample.backend == "none" or (sample.error and not sample.gpus):
         head = Text(f"No GPUs: {sample.error or 'no NVIDIA driver'}", style=tstyle("ec.warn"))
@@ -117,6 +118,8 @@ class GpuPane(VerticalScroll):
         return read_gpus(self.reader, self.ctx.journal)
 
     def _show(self, reading: GpuReading) -> None:
+        from eagle_console.node.gpus.unseen import unseen_by_gpu  # loaded by the reading (worker) already
+
         # A killed process leaves NVML's lists before its memory leaves the total (H200, driver 580.159.04):
         # for a reading or two that memory is "in use by no process". Only what two readings in a row show
         # out of sight is said, so a kill does not flash a false note.

@@ -114,6 +114,9 @@ class PlanPane(Tree[str]):
             for step in phase.steps:
                 self._item_nodes[step.id] = pnode.add_leaf(Text(step.title), data=step.id)
         self._shape = _shape(plan)
+        # The lines are built with the labels they show: built with the full titles, the tree looked wider
+        # than its pane to the first layout, which gave it scrollbars that only a second pass took away.
+        self.refresh_labels()
         # Selected now, not after a refresh: the lines are laid out on demand (`last_line` builds them), and
         # a selection after the first frame was a layout pass and a Detail line update of its own.
         self.last_line  # noqa: B018

@@ -1,0 +1,17 @@
+"""The console's own screen (App.get_default_screen): Textual's Screen, less the layout passes a Resize to
+the size it already has would cost."""
+
+from __future__ import annotations
+
+from textual import events
+from textual.screen import Screen
+
+
+class ConsoleScreen(Screen):
+    def on_resize(self, event: events.Resize) -> None:
+        """A Resize to the size the screen is laid out at changes nothing: Textual's handler (a full layout
+        and compositor refresh) is skipped. Three reach it before the first frame, each after the other
+        (the driver's size, the App's idle check, the screen's own first layout): 5 layouts were 2. What
+        changed in between still gets its layout from the screen's update timer."""
+        if event.size == self.size and self.size.area:
+            event.prevent_default()
