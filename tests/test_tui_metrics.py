@@ -35,7 +35,9 @@ def test_metrics_tab_charts_and_alarm(tmp_path):
             assert "tok/s · red 82 base" in text and "accept len · red 4 max" in text
             assert "0.3 · " + srv.url + "/metrics · tp0" in text
             await until(pilot, lambda: "ACCEPT_LENGTH_ONE" in screen_text(app), timeout=30, what="the alarm")
-            assert any(n.startswith("ACCEPT_LENGTH_ONE: accept length 1.00") for n in notices(app))
+            # the toast is a Notify message the App handles after the pane has drawn the alarm: wait for it
+            await until(pilot, lambda: any(n.startswith("ACCEPT_LENGTH_ONE: accept length 1.00") for n in notices(app)),
+                        timeout=10, what="the alarm's toast")
             assert "ERROR ACCEPT_LENGTH_ONE: accept length 1.00 for" in screen_text(app)
 
         try:
