@@ -19,6 +19,18 @@ def create_time(pid: int) -> float | None:
         return None
 
 
+def open_live(pids: list[int]) -> list[psutil.Process]:
+    """psutil handles for those of `pids` still running. Each is opened once, inside the try: a pid can exit
+    between a check and `psutil.Process()` (pid_exists then Process() raced and failed CI)."""
+    procs = []
+    for pid in pids:
+        try:
+            procs.append(psutil.Process(pid))
+        except psutil.Error:
+            continue
+    return procs
+
+
 def proc_state(pid: int | None) -> str | None:
     """The state letter of /proc/PID/stat (R running, S/D sleeping, T/t stopped, Z zombie, X dead), or None
     when there is no such process. Read after the last `)`: a command name may hold spaces and parens."""

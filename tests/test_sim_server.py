@@ -15,6 +15,7 @@ import httpx
 import psutil
 import pytest
 
+from eagle_console.processes import open_live
 from eagle_console.sglang.client import SglangClient, accept_length_from_info
 from eagle_console.sim import gpustate
 from eagle_console.sim.server_logs import nccl_lines
@@ -51,7 +52,7 @@ class SimServer:
 
     def cleanup(self) -> None:
         """Kill every process of the server's session (launcher, schedulers, orphans) and reap them."""
-        procs = live_processes(self.session_pids())
+        procs = open_live(self.session_pids())
         for proc in procs:
             try:
                 proc.send_signal(signal.SIGKILL)
@@ -60,18 +61,6 @@ class SimServer:
         if self.proc.poll() is None:
             self.proc.wait(timeout=10)
         psutil.wait_procs(procs, timeout=10)
-
-
-def live_processes(pids: list[int]) -> list[psutil.Process]:
-    """psutil handles for the pids still running. A pid can exit between a check and psutil.Process(), so
-    each is opened once, inside the try (pid_exists then Process() raced and failed CI)."""
-    procs = []
-    for pid in pids:
-        try:
-            procs.append(psutil.Process(pid))
-        except psutil.NoSuchProcess:
-            continue
-    return procs
 
 
 def start_server(tmp: Path, tp: int = 2, spec: bool = True, extra: list[str] | None = None,
@@ -111,7 +100,7 @@ def wait_ready(server: SimServer, limit_s: float = 60.0) -> list[int | None]:
 
 
 def wait_gone(pids: list[int], limit_s: float = 20.0) -> None:
-    procs = live_processes(pids)
+    procs = open_live(pids)
     _gone, alive = psutil.wait_procs(procs, timeout=limit_s)
     alive = [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
     assert not alive, f"still running: {alive}"

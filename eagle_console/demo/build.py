@@ -100,17 +100,10 @@ def stop_leftovers(root: Path, sim: Path | None = None) -> list[int]:
 
     sim = sim if sim is not None else root / "sim"
     pids = [h.pid for h in gpustate.holders(sim)] if (sim / "holders").is_dir() else []
-    import psutil
 
-    from eagle_console.processes import terminate_then_kill
+    from eagle_console.processes import open_live, terminate_then_kill
 
-    procs = []
-    for pid in pids:
-        try:
-            procs.append(psutil.Process(pid))
-        except psutil.Error:
-            pass
-    terminate_then_kill(procs, 3.0)
+    terminate_then_kill(open_live(pids), 3.0)
     return pids
 
 
