@@ -135,3 +135,26 @@ def test_a_resize_to_the_size_the_screen_has_is_no_layout_pass(tmp_path, monkeyp
         assert len(layouts) > before
 
     drive(app, scenario, size=(120, 40))
+
+
+def test_the_layout_containers_draw_nothing_and_a_tab_is_its_pane(tmp_path, monkeypatch):
+    """Containers with nothing of their own to draw are BLANK (Textual drew each one's whole region under its
+    children: 1,152 rows before the first frame, 243 with these); the shown tab is its pane, a LogView,
+    with no container around it."""
+    from textual.widgets import ContentSwitcher
+
+    from eagle_console.tui.panes.logview import LogView
+    from eagle_console.tui.panes.server import ServerPane
+
+    app, seen = _first_frame(tmp_path, monkeypatch)
+
+    async def scenario(pilot):
+        await until(pilot, lambda: "screen" in seen, what="the first frame")
+        assert app.screen.BLANK
+        for selector in ("#main", "#left", "#right", "#logs", "ContentSwitcher", "ServerPane"):
+            assert app.screen.query_one(selector).BLANK, selector
+        pane = app.query_one(ContentSwitcher).children[0]
+        assert isinstance(pane, ServerPane) and isinstance(pane, LogView) and pane.id == "server"
+        assert not app.query_one("#step-info").BLANK and not app.query_one("#gpus").BLANK  # borders
+
+    drive(app, scenario, size=(120, 40))

@@ -8,6 +8,8 @@ from textual.screen import Screen
 
 
 class ConsoleScreen(Screen):
+    BLANK = True  # its children cover it (tui/layout.py): its 40 rows were drawn under them, each frame
+
     def on_resize(self, event: events.Resize) -> None:
         """A Resize to the size the screen is laid out at changes nothing: Textual's handler (a full layout
         and compositor refresh) is skipped. Three reach it before the first frame, each after the other
