@@ -29,9 +29,9 @@ class LogBatch(NamedTuple):
 
 class FollowPane(LogView):
     """Base of the Output, Server and NCCL panes: resolve the log (worker), follow it with a LogFollower,
-    hand each poll's lines to the view in one batch. The pane is the LogView itself (a container holding
-    one was a widget more to style and lay out), with its head line above the rows. Subclasses override `resolve`, and `digest` /
-    `show_digest` to parse the lines in the worker and draw the result."""
+    hand each poll's lines to the view in one batch. The pane is the LogView itself, its head line above the
+    rows (a container holding one was a widget more to style and lay out). Subclasses override `resolve`,
+    and `digest` / `show_digest` to parse the lines in the worker and draw the result."""
 
     START = "end"  # "begin" reads the whole file once (parsers need the startup lines)
     DRAWS_WHEN_QUIET = False  # True: a poll with no new line still changes what is drawn (the NCCL hang check)
