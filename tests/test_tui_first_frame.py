@@ -135,3 +135,114 @@ def test_a_resize_to_the_size_the_screen_has_is_no_layout_pass(tmp_path, monkeyp
         assert len(layouts) > before
 
     drive(app, scenario, size=(120, 40))
+
+
+def styled_text(app) -> str:
+    """The screen as text with its colours and styles (screen_text drops them)."""
+    import io
+
+    from rich.console import Console
+
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True, color_system="truecolor",
+                      record=True, legacy_windows=False, safe_box=False)
+    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    return console.export_text(styles=True)
+
+
+def _resumes(monkeypatch) -> list:
+    """(screen, refresh_styles) of each ScreenResume as Textual's handler gets it."""
+    from textual.screen import Screen
+
+    seen: list = []
+    resume = Screen._on_screen_resume
+
+    def spy(self, event):
+        seen.append((self, event.refresh_styles))
+        return resume(self, event)
+
+    monkeypatch.setattr(Screen, "_on_screen_resume", spy)
+    return seen
+
+
+def test_the_first_frame_skips_the_first_restyle_and_is_what_a_full_restyle_draws(tmp_path, monkeypatch):
+    """The screen's first ScreenResume restyled every widget, each styled as it was mounted (32 of 75
+    Stylesheet.apply calls before the first frame changed nothing): skipped, and restyling all of it now
+    draws the same screen, colours included. Nothing polls (the first frame is not let open)."""
+    from eagle_console.tui.app import ConsoleApp
+
+    monkeypatch.setenv("EAGLE_CONSOLE_GPU_BACKEND", "none")
+    resumes = _resumes(monkeypatch)
+    seen: dict = {}
+    monkeypatch.setattr(ConsoleApp, "_first_frame_shown", lambda self: seen.setdefault("shown", True))
+    app, journal = open_app(write_plan(tmp_path, PLAN))
+    journal.close()
+
+    async def scenario(pilot):
+        await until(pilot, lambda: "shown" in seen, what="the first frame")
+        await pilot.pause()
+        assert [(screen is app.screen, refresh) for screen, refresh in resumes] == [(True, False)]
+        first = styled_text(app)
+        app.screen.update_node_styles(animate=False)
+        await pilot.pause()
+        await pilot.pause()
+        assert styled_text(app) == first
+
+    drive(app, scenario, size=(120, 40))
+
+
+def test_a_later_resume_restyles_the_screen_and_a_theme_changed_under_a_dialog_shows(tmp_path, monkeypatch):
+    """Only the first ScreenResume skips the restyle: a later one that asks for it (Textual's switch_screen,
+    switch_mode) gets it, and a theme changed under a dialog shows on the main screen once the dialog
+    closes, as a full restyle draws it."""
+    from textual import events
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # the theme chosen is saved there
+    app, seen = _first_frame(tmp_path, monkeypatch)
+    resumes = _resumes(monkeypatch)
+
+    async def scenario(pilot):
+        await until(pilot, lambda: "screen" in seen, what="the first frame")
+        main = app.screen
+        dark = styled_text(app)
+        await pilot.press("question_mark")
+        await until(pilot, lambda: app.screen is not main, what="the help dialog")
+        app.theme = "textual-light"
+        await pilot.pause()
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is main, what="the main screen again")
+        await pilot.pause()
+        shown = styled_text(app)
+        assert shown != dark
+        main.update_node_styles(animate=False)
+        await pilot.pause()
+        await pilot.pause()
+        assert styled_text(app) == shown
+        main.post_message(events.ScreenResume())  # refresh_styles=True, as switch_screen sends it
+        await pilot.pause()
+        assert [refresh for screen, refresh in resumes if screen is main] == [False, False, True]  # first, pop, this
+
+    drive(app, scenario, size=(120, 40))
+
+
+def test_the_layout_containers_draw_nothing_and_a_tab_is_its_pane(tmp_path, monkeypatch):
+    """Containers with nothing of their own to draw are BLANK (Textual drew each one's whole region under its
+    children: 1,152 rows before the first frame, 243 with these); the shown tab is its pane, a LogView,
+    with no container around it."""
+    from textual.widgets import ContentSwitcher
+
+    from eagle_console.tui.panes.logview import LogView
+    from eagle_console.tui.panes.server import ServerPane
+
+    app, seen = _first_frame(tmp_path, monkeypatch)
+
+    async def scenario(pilot):
+        await until(pilot, lambda: "screen" in seen, what="the first frame")
+        assert app.screen.BLANK
+        for selector in ("#main", "#left", "#right", "#logs", "ContentSwitcher", "ServerPane"):
+            assert app.screen.query_one(selector).BLANK, selector
+        pane = app.query_one(ContentSwitcher).children[0]
+        assert isinstance(pane, ServerPane) and isinstance(pane, LogView) and pane.id == "server"
+        assert not app.query_one("#step-info").BLANK and not app.query_one("#gpus").BLANK  # borders
+
+    drive(app, scenario, size=(120, 40))

@@ -6,14 +6,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-# the built-ins' traits (what `u` does, whether a step previews a kill) and the engine handle's type: the
-# console takes them from ops, never from the engine itself
-from eagle_console.engine.builtins import builtin_class_or_none as builtin_class_or_none
-
 if TYPE_CHECKING:
+    from eagle_console.engine.builtins.base import Builtin
     from eagle_console.engine.runner import Engine as Engine
     from eagle_console.journal import Journal
     from eagle_console.plan.model import Action, Plan, Step
+
+
+def builtin_class_or_none(name: str | None) -> type[Builtin] | None:
+    """The built-in's traits (what `u` does, whether a step previews a kill): the console takes them from ops,
+    never from the engine itself. engine.builtins loads at the first call, not before the first frame."""
+    from eagle_console.engine.builtins import builtin_class_or_none as find
+
+    return find(name)
 
 
 def engine_for(plan: Plan, journal: Journal) -> Engine:

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import BindingType
-from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Static, Tree
 
@@ -23,6 +22,7 @@ from eagle_console.tui import fit, keys, messages, theme, toasts, workers, zoom
 from eagle_console.tui.commands import ConsoleCommands
 from eagle_console.tui.context import ConsoleContext
 from eagle_console.tui.keybar import KeyBar
+from eagle_console.tui.layout import Column, Row
 from eagle_console.tui.live import Snapshot, read_snapshot
 from eagle_console.tui.main_screen import ConsoleScreen
 from eagle_console.tui.panes.detail import DetailLine
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from eagle_console.plan.model import Plan, Step
 
 # The right-hand tab panes built so far (lazily: the App knows them by place) get StepSelected, PlanReloaded.
-TAB_PANES = "#logs ContentSwitcher > Vertical > *"
+TAB_PANES = "#logs ContentSwitcher > *"
 
 
 class ConsoleApp(App[int]):
@@ -72,11 +72,11 @@ class ConsoleApp(App[int]):
         self.detail = DetailLine("", id="detail")
         yield Static(self._header_text(), id="header", markup=False)
         yield Static("", id="banner", markup=False)  # TOML errors quote "[phase]" and the like
-        with Horizontal(id="main"):
-            with Vertical(id="left", classes="column"):
+        with Row(id="main"):
+            with Column(id="left", classes="column"):
                 yield self.plan_pane
                 yield self.step_info
-            with Vertical(id="right", classes="column"):
+            with Column(id="right", classes="column"):
                 yield self.gpus
                 yield LogTabs(self.ctx, id="logs")
         yield self.detail
@@ -388,8 +388,8 @@ class ConsoleApp(App[int]):
                 return node
             node = node.parent  # type: ignore[assignment]
         tabs = self.query_one(LogTabs)
-        found = tabs.query(f"#{tabs.active} LogView")
-        return found.first() if found else None
+        pane = tabs.pane(tabs.active)  # the Server, NCCL and Output panes are LogViews
+        return pane if isinstance(pane, LogView) else None
 
     def action_follow(self) -> None:
         view = self._log_view()

@@ -38,8 +38,11 @@ def gpu_cap(app: Any) -> None:
     taller Detail line then takes its rows from the log tabs, not from the holders. Zoomed: the zoom's CSS."""
     if app._shutting_down() or not app.screen_stack:  # a late call while the app closes
         return
-    column = zoom.main_screen(app).query_one("#right").size.height
-    cap = None if zoom.zoomed(app) is not None or not column else \
+    screen = zoom.main_screen(app)
+    column = screen.query_one("#right").size.height
+    # no query for the zoomed pane while nothing is zoomed (each resize, before the first frame too)
+    is_zoomed = screen.has_class(zoom.ZOOM_CLASS) and zoom.zoomed(app) is not None
+    cap = None if is_zoomed or not column else \
         max(int(column * GPU_SHARE), min(column - LOGS_MIN_ROWS, GPU_ROWS))
     now = app.gpus.styles.inline.max_height
     if (now.value if now is not None else None) != cap:  # setting a style, even the same, lays the screen out

@@ -5,13 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from eagle_console.engine.builtins.base import ActionContext, Builtin, BuiltinError
-from eagle_console.node.gpus import cannot_read
-from eagle_console.node.holders import KillArgs
+
+# node.holders and node.gpus (psutil, /proc scans: ~40 ms) load when a kill is validated or run, not when
+# the console reads this class's traits for its first frame (ops.console.builtin_class_or_none)
 
 
 def unreadable(found: Any) -> str | None:
     """Why the GPUs could not be read at all (no backend: no driver, NVML failing), else None. A backend
     that answered with some queries failing can still be read: its error is only said in the log."""
+    from eagle_console.node.gpus import cannot_read
+
     if not found.unavailable:
         return None
     return cannot_read(found.backend_name, found.error)
@@ -23,10 +26,13 @@ class GpuKill(Builtin):
     kill_preview = True
 
     def validate(self, args: dict[str, Any]) -> list[str]:
+        from eagle_console.node.holders import KillArgs
+
         return KillArgs.problems(args)
 
     def run(self, ctx: ActionContext) -> int:
         from eagle_console.node import holders as kills
+        from eagle_console.node.holders import KillArgs
         from eagle_console.node.kill import GraceError, resolve_grace
 
         try:

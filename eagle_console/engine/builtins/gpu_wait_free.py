@@ -6,8 +6,6 @@ import time
 from typing import Any
 
 from eagle_console.engine.builtins.base import ActionContext, Builtin, BuiltinError, seconds, value_errors
-from eagle_console.node.gpus import cannot_read
-from eagle_console.node.holders import gpu_indices
 
 POLL_S = 0.5
 
@@ -17,6 +15,8 @@ class GpuWaitFree(Builtin):
     undo_marks = "waiting changes nothing: marked rolled back"
 
     def validate(self, args: dict[str, Any]) -> list[str]:
+        from eagle_console.node.holders import gpu_indices  # as gpu_kill: not when only its traits are read
+
         problems = []
         bound = args.get("max_used_mib", 1024)
         if isinstance(bound, bool) or not isinstance(bound, (int, float)) or bound < 0:
@@ -26,7 +26,8 @@ class GpuWaitFree(Builtin):
         return problems
 
     def run(self, ctx: ActionContext) -> int:
-        from eagle_console.node.gpus import open_backend
+        from eagle_console.node.gpus import cannot_read, open_backend
+        from eagle_console.node.holders import gpu_indices
 
         problems = self.validate(ctx.args)
         if problems:

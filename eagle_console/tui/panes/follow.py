@@ -9,7 +9,6 @@ from typing import Any, NamedTuple
 
 from rich.style import Style
 from rich.text import Text
-from textual.containers import Vertical
 
 from eagle_console.ops.logs import latest_log as step_log  # the panes call it by this name
 from eagle_console.ops.logs import service_log
@@ -28,32 +27,36 @@ class LogBatch(NamedTuple):
     digest: Any = None  # what the pane's parser made of the lines (worker side)
 
 
-class FollowPane(Vertical):
+class FollowPane(LogView):
     """Base of the Output, Server and NCCL panes: resolve the log (worker), follow it with a LogFollower,
-    hand each poll's lines to the LogView in one batch. Subclasses override `resolve`, and `digest` /
-    `show_digest` to parse the lines in the worker and draw the result."""
+    hand each poll's lines to the view in one batch. The pane is the LogView itself, its head line above the
+    rows (a container holding one was a widget more to style and lay out). Subclasses override `resolve`,
+    and `digest` / `show_digest` to parse the lines in the worker and draw the result."""
 
     START = "end"  # "begin" reads the whole file once (parsers need the startup lines)
     DRAWS_WHEN_QUIET = False  # True: a poll with no new line still changes what is drawn (the NCCL hang check)
     DEFAULT_CSS = "FollowPane { height: 1fr; }"
 
     def __init__(self, ctx: Any, *, max_lines: int = MAX_LINES, interval: float = FOLLOW_S, **kwargs) -> None:
-        super().__init__(**kwargs)
+        super().__init__(max_lines, styler=self.styler, **kwargs)
         self.ctx = ctx
         self.step_id: str | None = ctx.selected_step_id
         self.path: Path | None = None
-        self.max_lines = max_lines
         self._follower: Any = None
         self._want_reset = False
         self._draw_next = True  # the next poll is drawn even with nothing new (the first, the one after a failure)
         self.poller = Poller(self, interval, self._poll, self._apply, self._failed, name=f"{type(self).__name__}-poll",
                              sleep_hidden=True, quiet_interval=QUIET_S)
 
+    @property
+    def view(self) -> LogView:
+        """The log view: the pane itself."""
+        return self
+
     def compose(self):
         self.head = QuietStatic("", classes="follow-head")
-        self.view = LogView(self.max_lines, styler=self.styler)
         yield from self.compose_head()
-        yield self.view
+        yield from super().compose()
 
     def compose_head(self):
         return iter(())
@@ -61,7 +64,7 @@ class FollowPane(Vertical):
     def styler(self, line: str) -> Style | None:
         return None
 
-    def on_mount(self) -> None:
+    def on_mount(self) -> None:  # LogView's on_mount runs too (Textual calls each class's handler)
         self.poller.start()
 
     def on_unmount(self) -> None:
@@ -79,12 +82,6 @@ class FollowPane(Vertical):
 
     def on_plan_reloaded(self, message: PlanReloaded) -> None:
         self.poller.poke()
-
-    def toggle_follow(self) -> None:
-        self.view.toggle_follow()
-
-    def open_filter(self) -> None:
-        self.view.open_filter()
 
     # ---- worker side -----------------------------------------------------------------------------
 
@@ -125,9 +122,9 @@ class FollowPane(Vertical):
     def _apply(self, batch: LogBatch) -> None:
         self._draw_next = False
         if batch.reset:
-            self.view.clear(str(batch.path) if batch.path else self.no_log_text())
+            self.clear(str(batch.path) if batch.path else self.no_log_text())
         lines = self.view_lines(batch)
-        self.view.add_lines(lines[-self.max_lines:], len(lines))
+        self.add_lines(lines[-self.max_lines:], len(lines))
         self.show_digest(batch)
 
     def view_lines(self, batch: LogBatch) -> list[str]:
@@ -142,7 +139,7 @@ class FollowPane(Vertical):
 
     def _failed(self, exc: BaseException) -> None:
         self._draw_next = True  # the next poll replaces this line, even when it finds nothing new
-        self.view.status.update(Text(f"cannot follow the log: {exc}", style=tstyle("ec.error")))
+        self.status.update(Text(f"cannot follow the log: {exc}", style=tstyle("ec.error")))
 
 
 class ServiceLogPane(FollowPane):

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual import events
 from textual.app import App, ComposeResult
-from textual.containers import Vertical
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Static
 
+from eagle_console.tui.layout import Column, Switcher
 from eagle_console.tui.messages import TabShown
 
 if TYPE_CHECKING:
@@ -107,8 +107,9 @@ class TabStrip(Static):
                 return
 
 
-class LogTabs(Vertical):
-    """The tabs; `active` is the shown tab's id (`1`…`5` and a click on a title set it)."""
+class LogTabs(Column):
+    """The tabs; `active` is the shown tab's id (`1`…`5` and a click on a title set it). Each tab is its pane,
+    with the tab's id (no container around it: a widget fewer to style and lay out)."""
 
     DEFAULT_CSS = "LogTabs { height: 1fr; } LogTabs > ContentSwitcher { height: 1fr; }"
     active: reactive[str] = reactive(TABS[0][0], init=False)
@@ -122,14 +123,14 @@ class LogTabs(Vertical):
     def compose(self) -> ComposeResult:
         yield self.strip
         tab_id, _title, module, name = TABS[0]
-        with ContentSwitcher(initial=tab_id), Vertical(id=tab_id):
-            yield build_pane(self.ctx, module, name)
+        with Switcher(initial=tab_id):
+            yield build_pane(self.ctx, module, name, id=tab_id)
 
     def _add_tab(self, tab_id: str, set_current: bool = False) -> None:
         _id, _title, module, name = next(t for t in TABS if t[0] == tab_id)
         self._added.add(tab_id)
         switcher = self.query_one(ContentSwitcher)
-        switcher.add_content(Vertical(build_pane(self.ctx, module, name), id=tab_id), set_current=set_current)
+        switcher.add_content(build_pane(self.ctx, module, name, id=tab_id), set_current=set_current)
 
     def add_next_tab(self) -> bool:
         """Add the first tab not there yet; True when more are left."""
@@ -150,15 +151,21 @@ class LogTabs(Vertical):
             self.call_after_refresh(self._show_tab, tab_id)
             return
         switcher = self.query_one(ContentSwitcher)
-        if not switcher.query_children(f"#{tab_id}"):  # added a moment ago, not mounted yet: once it is
+        if self.pane(tab_id) is None:  # added a moment ago, not mounted yet: once it is
             self.call_after_refresh(self._show_tab, tab_id)
             return
         switcher.current = tab_id
         self.call_after_refresh(self._poke, tab_id)  # once laid out: a poll that still found it hidden slept on
 
+    def pane(self, tab_id: str) -> Widget | None:
+        """The pane of tab `tab_id`, None until it is mounted (a switcher's child, not a widget of a pane's)."""
+        found = self.query_one(ContentSwitcher).query_children(f"#{tab_id}")
+        return found.first() if found else None
+
     def _poke(self, tab_id: str) -> None:
         """The shown tab's pane slept while hidden: it catches up now (each pane's on_tab_shown)."""
-        for pane in self.query(f"#{tab_id} > *"):
+        pane = self.pane(tab_id)
+        if pane is not None:
             pane.post_message(TabShown())
 
     def on_tab_strip_clicked(self, message: TabStrip.Clicked) -> None:

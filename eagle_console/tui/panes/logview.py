@@ -15,7 +15,6 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
 from textual.cache import LRUCache
-from textual.containers import Vertical
 from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -23,6 +22,7 @@ from textual.widgets import Input
 
 from eagle_console.figures import counted
 from eagle_console.tui.cells import cells, pad, window
+from eagle_console.tui.layout import Column
 from eagle_console.tui.panes._logview import QuietStatic
 from eagle_console.tui.panes.wraprows import WrapRows, rows_of, wrapped
 
@@ -204,8 +204,9 @@ class LogLines(ScrollView, can_focus=True):
         self.view.pause()
 
 
-class LogView(Vertical):
-    """A followed log: bounded buffer, follow/pause with a count of waiting lines, regex filter."""
+class LogView(Column):
+    """A followed log: bounded buffer, follow/pause with a count of waiting lines, regex filter. BLANK
+    (tui/layout.py): its rows and status line cover it."""
 
     DEFAULT_CSS = """
     LogView { height: 1fr; }

@@ -144,7 +144,7 @@ class ResultsPane(Vertical):
         yield Static("", id="results-headline", markup=False)
         yield RunsPlot()  # each benchmark run against the baseline
         yield Static("no results recorded yet", id="results-empty", markup=False)
-        table: DataTable = DataTable(id="results", zebra_stripes=True, cursor_type="row")
+        table: DataTable = DataTable(id="results-table", zebra_stripes=True, cursor_type="row")
         _add_columns(table)
         yield table
 

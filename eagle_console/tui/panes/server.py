@@ -14,22 +14,33 @@ from eagle_console.tui.labels import findings_text
 from eagle_console.tui.panes.follow import LogBatch, ServiceLogPane
 from eagle_console.tui.theme import rich_style, tstyle
 
-_ERROR_LINE = re.compile(r"Traceback|Error\b|Exception|out of memory|Not enough memory|failed|hit an exception"
-                         r"|\bWARN(?:ING)?\b", re.IGNORECASE)
-_READY_LINE = re.compile(r"The server is fired up and ready to roll")
-_STAGE_LINE = re.compile(r"Load weight (?:begin|end)|KV Cache (?:is allocated|VA upper bound)|Capture (?:\w+ )*cuda graph|"
-                         r"Uvicorn running on|max_total_num_tokens=", re.IGNORECASE)
+_PATTERNS: list[re.Pattern[str]] = []  # error, ready, stage: compiled at the first line styled, not at import
+
+
+def _patterns() -> list[re.Pattern[str]]:
+    if not _PATTERNS:
+        _PATTERNS.extend((
+            re.compile(r"Traceback|Error\b|Exception|out of memory|Not enough memory|failed|hit an exception"
+                       r"|\bWARN(?:ING)?\b", re.IGNORECASE),
+            re.compile(r"The server is fired up and ready to roll"),
+            re.compile(r"Load weight (?:begin|end)|KV Cache (?:is allocated|VA upper bound)|"
+                       r"Capture (?:\w+ )*cuda graph|Uvicorn running on|max_total_num_tokens=", re.IGNORECASE),
+        ))
+    return _PATTERNS
+
+
 SPARK_WIDTH = 30  # the newest decode logs the head line has room for
 
 
 def server_line_style(line: str) -> Style | None:
     if "Decode batch" in line or "Prefill batch" in line:
         return None
-    if _READY_LINE.search(line):
+    error, ready, stage = _patterns()
+    if ready.search(line):
         return rich_style("ec.ok.bold")
-    if _ERROR_LINE.search(line):
+    if error.search(line):
         return rich_style("ec.error.bold")
-    if _STAGE_LINE.search(line):
+    if stage.search(line):
         return rich_style("ec.info")
     return None
 
