@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -137,15 +138,20 @@ def load(client: SglangClient, stop: threading.Event, tokens: int = 200) -> thre
     return thread
 
 
-def watch_until(watch: MetricsWatch, code: str | None, seconds: float) -> dict:
+def watch_until(watch: MetricsWatch, done: Callable[[dict], bool] | None, seconds: float) -> dict:
+    """Polls for `seconds`, or until a reading is `done`; the last reading."""
     deadline = time.monotonic() + seconds
     doc = watch.poll()
     while time.monotonic() < deadline:
         doc = watch.poll()
-        if code is not None and any(f["code"] == code for f in doc["findings"]):
+        if done is not None and done(doc):
             return doc
         time.sleep(0.3)
     return doc
+
+
+def raised(code: str) -> Callable[[dict], bool]:
+    return lambda doc: any(f["code"] == code for f in doc["findings"])
 
 
 def test_silent_drafter_raises_accept_length_one(silent, tmp_path):
@@ -156,7 +162,7 @@ def test_silent_drafter_raises_accept_length_one(silent, tmp_path):
     loader = load(ready(server.url), stop)
     try:
         watch = MetricsWatch(plan, journal, hold_s=2.0)
-        doc = watch_until(watch, "ACCEPT_LENGTH_ONE", 30)
+        doc = watch_until(watch, raised("ACCEPT_LENGTH_ONE"), 30)
     finally:
         stop.set()
         loader.join(30)
@@ -187,10 +193,8 @@ def test_working_drafter_raises_nothing(tmp_path):
             # The gauge is the last window's real rate: a suite run starving the simulated server of CPU (2 cores,
             # 4 workers) read 27 tok/s once, and the watch rightly said so. Such a window passes; a drafter or
             # a watch that is wrong stays wrong.
-            deadline = time.monotonic() + 25
-            while not healthy(doc) and time.monotonic() < deadline:
-                time.sleep(0.3)
-                doc = watch.poll()
+            if not healthy(doc):
+                doc = watch_until(watch, healthy, 25)
         finally:
             stop.set()
             loader.join(30)

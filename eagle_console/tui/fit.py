@@ -22,8 +22,7 @@ def columns(app: Any, width: int) -> None:
     breakpoint class on the Screen, which restyles every widget (~40 ms before the first frame)."""
     screen = zoom.main_screen(app)
     left = screen.query_one("#left")
-    # unzoomed, no query for the zoomed pane (one per resize, before the first frame too)
-    if screen.has_class(zoom.ZOOM_CLASS) and zoom.zoomed(app) in ("plan", "step-info"):
+    if zoom.zoomed(app) in ("plan", "step-info"):
         left.styles.width = "100%"
     else:
         left.styles.width = PLAN_WIDTH_NARROW if width < NARROW_BELOW else PLAN_WIDTH
@@ -38,11 +37,8 @@ def gpu_cap(app: Any) -> None:
     taller Detail line then takes its rows from the log tabs, not from the holders. Zoomed: the zoom's CSS."""
     if app._shutting_down() or not app.screen_stack:  # a late call while the app closes
         return
-    screen = zoom.main_screen(app)
-    column = screen.query_one("#right").size.height
-    # no query for the zoomed pane while nothing is zoomed (each resize, before the first frame too)
-    is_zoomed = screen.has_class(zoom.ZOOM_CLASS) and zoom.zoomed(app) is not None
-    cap = None if is_zoomed or not column else \
+    column = zoom.main_screen(app).query_one("#right").size.height
+    cap = None if zoom.zoomed(app) is not None or not column else \
         max(int(column * GPU_SHARE), min(column - LOGS_MIN_ROWS, GPU_ROWS))
     now = app.gpus.styles.inline.max_height
     if (now.value if now is not None else None) != cap:  # setting a style, even the same, lays the screen out

@@ -24,7 +24,10 @@ def zoomed(app: App) -> str | None:
     """The id of the pane shown alone, or None."""
     if not app.screen_stack:  # the app is closing
         return None
-    found = main_screen(app).query(f"#main .column > .{ZOOMED}")
+    screen = main_screen(app)
+    if not screen.has_class(ZOOM_CLASS):  # zoom() sets it with the pane's class: no query while unzoomed
+        return None
+    found = screen.query(f"#main .column > .{ZOOMED}")
     return found.first().id if found else None
 
 

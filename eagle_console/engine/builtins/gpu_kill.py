@@ -32,11 +32,10 @@ class GpuKill(Builtin):
 
     def run(self, ctx: ActionContext) -> int:
         from eagle_console.node import holders as kills
-        from eagle_console.node.holders import KillArgs
         from eagle_console.node.kill import GraceError, resolve_grace
 
         try:
-            request = KillArgs.read(ctx.args)
+            request = kills.KillArgs.read(ctx.args)
         except ValueError as exc:
             raise BuiltinError(str(exc)) from None
         scope = request.scope

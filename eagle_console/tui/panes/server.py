@@ -3,6 +3,7 @@ ready line, decode throughput and accept length (with a sparkline of the recent 
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -14,19 +15,14 @@ from eagle_console.tui.labels import findings_text
 from eagle_console.tui.panes.follow import LogBatch, ServiceLogPane
 from eagle_console.tui.theme import rich_style, tstyle
 
-_PATTERNS: list[re.Pattern[str]] = []  # error, ready, stage: compiled at the first line styled, not at import
 
-
-def _patterns() -> list[re.Pattern[str]]:
-    if not _PATTERNS:
-        _PATTERNS.extend((
-            re.compile(r"Traceback|Error\b|Exception|out of memory|Not enough memory|failed|hit an exception"
+@functools.cache  # error, ready, stage: compiled at the first line styled, not at import
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    return (re.compile(r"Traceback|Error\b|Exception|out of memory|Not enough memory|failed|hit an exception"
                        r"|\bWARN(?:ING)?\b", re.IGNORECASE),
             re.compile(r"The server is fired up and ready to roll"),
             re.compile(r"Load weight (?:begin|end)|KV Cache (?:is allocated|VA upper bound)|"
-                       r"Capture (?:\w+ )*cuda graph|Uvicorn running on|max_total_num_tokens=", re.IGNORECASE),
-        ))
-    return _PATTERNS
+                       r"Capture (?:\w+ )*cuda graph|Uvicorn running on|max_total_num_tokens=", re.IGNORECASE))
 
 
 SPARK_WIDTH = 30  # the newest decode logs the head line has room for
