@@ -57,29 +57,30 @@ async def console(path: Path, ctx, seconds: float) -> dict:
     latencies: list[float] = []
     async with app.run_test(size=(120, 40)) as pilot:
         pane = app.query_one(ServerPane)
+        view = getattr(pane, "view", pane)  # the pane is its LogView now; an older tree's pane holds one
         while pane.path != path:
             await pilot.pause(0.05)
         start = time.monotonic()
         w = subprocess.Popen([sys.executable, __file__, "--writer", str(path), "--seconds", str(seconds),
                               "--rate", str(ARGS.rate)], stdout=subprocess.PIPE, text=True)
-        first = pane.view.received
+        first = view.received
         while w.poll() is None:
             await pilot.pause(0.5)
-            before = str(pane.view.status.render())
+            before = str(view.status.render())
             t0 = time.perf_counter()
             # the App maps `f` to the focused pane's toggle_follow; this test App has no keymap, so call it
             pane.toggle_follow()
-            while str(pane.view.status.render()) == before:
+            while str(view.status.render()) == before:
                 await pilot.pause(0)
             await pilot.pause(0)  # one repaint
             latencies.append(time.perf_counter() - t0)
         written = int(w.stdout.read().strip())
-        while pane.view.received - first < written and time.monotonic() - start < seconds + 30:
+        while view.received - first < written and time.monotonic() - start < seconds + 30:
             await pilot.pause(0.05)
         elapsed = time.monotonic() - start
-        got = pane.view.received - first
+        got = view.received - first
         rss = psutil.Process().memory_info().rss
-        buffered = len(pane.view.buffer)
+        buffered = len(view.buffer)
     return {"written": written, "received": got, "elapsed": elapsed, "latencies": latencies, "rss": rss,
             "buffered": buffered}
 

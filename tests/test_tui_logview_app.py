@@ -22,7 +22,7 @@ def output_rows(app) -> list[str]:
     """The Output pane's rows as the screen shows them."""
     from eagle_console.tui.panes.output import OutputPane
 
-    region = app.query_one(OutputPane).view.body.scrollable_content_region  # the text, not the scrollbar
+    region = app.query_one(OutputPane).body.scrollable_content_region  # the text, not the scrollbar
     lines = screen_text(app).splitlines()
     return [lines[y][region.x:region.right] if y < len(lines) else "" for y in range(region.y, region.bottom)]
 
@@ -37,7 +37,7 @@ def test_the_output_tab_shows_the_log_of_a_step_just_run(demo, size):
         await until(pilot, lambda: "Enter confirm" in screen_text(app), what="the confirmation")
         await pilot.press("enter")
         await until(pilot, lambda: journal.statuses().get("0.1") == "completed", timeout=40, what="0.1 completed")
-        await until(pilot, lambda: "the action completed" in "".join(app.query_one("OutputPane").view.shown_lines[-1:]),
+        await until(pilot, lambda: "the action completed" in "".join(app.query_one("OutputPane").shown_lines[-1:]),
                     timeout=10, what="the whole log read")
         await pilot.pause(0.5)
         rows = "".join(output_rows(app))  # joined: a narrow pane wraps the lines
@@ -75,9 +75,9 @@ def test_wide_characters_wrap_inside_the_output_pane(tmp_path, size):
     async def scenario(pilot):
         await pilot.press("r")
         await until(pilot, lambda: journal.statuses().get("0.1") == "completed", timeout=30, what="0.1 completed")
-        await until(pilot, lambda: "ascii after" in app.query_one(OutputPane).view.shown_lines, what="the log read")
+        await until(pilot, lambda: "ascii after" in app.query_one(OutputPane).shown_lines, what="the log read")
         await pilot.pause(0.5)
-        body = app.query_one(OutputPane).view.body
+        body = app.query_one(OutputPane).body
         region = body.region
         width = body.scrollable_content_region.width
         for y in range(region.height):  # what the pane hands the compositor: as wide as it says, within the pane

@@ -67,7 +67,7 @@ def test_follow_pause_filter_and_switching_steps(tmp_path):
     async def main() -> None:
         async with app.run_test(size=(100, 30)) as pilot:
             pane = app.query_one(OutputPane)
-            view = pane.view
+            view = pane
             await until(pilot, lambda: view.shown_lines == ["first line of 0.1"], what="existing line")
             append(logs["0.1"], [f"line {i}" for i in range(1000)])
             await until(pilot, lambda: view.received == 1001, what="1000 new lines")
@@ -122,7 +122,7 @@ def test_a_flood_is_delivered_in_few_batches(tmp_path):
 
     async def main() -> None:
         async with app.run_test(size=(100, 30)) as pilot:
-            view = app.query_one(OutputPane).view
+            view = app.query_one(OutputPane)
             await until(pilot, lambda: view.received == 1, what="start")
             real = view.add_lines
 
@@ -185,7 +185,7 @@ def test_long_lines_wrap_and_w_turns_it_off(tmp_path):
 
     async def main() -> None:
         async with app.run_test(size=(60, 20)) as pilot:
-            view = app.query_one(OutputPane).view
+            view = app.query_one(OutputPane)
             await until(pilot, lambda: view.received == 1, what="start")
             append(logs["0.1"], [long_line, "after it"])
             await until(pilot, lambda: view.received == 3, what="long line")

@@ -90,7 +90,7 @@ def test_server_pane_follows_startup_ready_decode_and_errors(tmp_path):
             append(log, data("sglang4547_cuda_oom_traceback.txt"))
             await until(pilot, lambda: any(f["code"] == "CUDA_OOM" for f in pane.summary["findings"]), what="oom")
             assert "CUDA_OOM" in str(pane.head.render())
-            oom = next(s for s in pane.view.shown_lines if "out of memory" in s)
+            oom = next(s for s in pane.shown_lines if "out of memory" in s)
             from eagle_console.tui.theme import rich_style
 
             # the theme's error colour (Textual's $error), not a fixed red
@@ -114,7 +114,7 @@ def test_nccl_pane_summary_matrix_env_findings_and_raw_lines(tmp_path):
             assert {"SHM_FALLBACK", "P2P_DISABLED"} <= codes
             assert "GPU pairs: 5 SHM, 1 NET" in head and "SHM_FALLBACK" in head  # pairs, the findings' unit
             assert "src\\dst" in head  # the rank x rank matrix
-            assert all("NCCL" in s for s in pane.view.shown_lines) and "Load weight" not in "".join(pane.view.shown_lines)
+            assert all("NCCL" in s for s in pane.shown_lines) and "Load weight" not in "".join(pane.shown_lines)
             # a finished init plus the 8-rank log: Init COMPLETE n/ranks
             append(log, data("nccl629_init_complete_old.txt"))
             await until(pilot, lambda: pane.summary["ranks"] == 16, what="ranks")

@@ -71,7 +71,7 @@ def test_server_tab_opens_on_the_end_of_a_long_log(tmp_path: Path, size):
         from eagle_console.tui.panes.server import ServerPane
 
         pane = app.query_one(ServerPane)
-        await until(pilot, lambda: pane.view.received == 356, what="the whole log read")
+        await until(pilot, lambda: pane.received == 356, what="the whole log read")
         await pilot.pause(0.3)
         at_end(pane)
         await pilot.press("3")  # while another tab is shown, the log grows; then the Server tab again
@@ -79,7 +79,7 @@ def test_server_tab_opens_on_the_end_of_a_long_log(tmp_path: Path, size):
             f.write("".join(f"more line {n:03d}\n" for n in range(200)))
         await pilot.pause(0.3)  # hidden, the pane sleeps (issue 31): the lines are read once it is shown
         await pilot.press("1")
-        await until(pilot, lambda: pane.view.received == 556, what="the lines written while hidden read")
+        await until(pilot, lambda: pane.received == 556, what="the lines written while hidden read")
         await pilot.pause(0.3)
         at_end(pane)
         assert "more line 199" in screen_text(app)
@@ -91,8 +91,8 @@ def test_server_tab_opens_on_the_end_of_a_long_log(tmp_path: Path, size):
 
 
 def at_end(pane) -> None:
-    body = pane.view.body
-    assert pane.view.following
+    body = pane.body
+    assert pane.following
     assert body.max_scroll_y > 0 and body.scroll_offset.y == body.max_scroll_y, (body.scroll_offset.y,
                                                                                   body.max_scroll_y)
 
@@ -124,7 +124,7 @@ def _output_lines(app) -> list[str]:
     from eagle_console.tui.panes.output import OutputPane
 
     found = app.query(OutputPane)
-    return found.first().view.shown_lines if found else []
+    return found.first().shown_lines if found else []
 
 
 def test_server_status_shows_weight_loading(tmp_path: Path):
@@ -153,7 +153,7 @@ def test_a_log_hidden_by_zoom_is_followed_again_once_shown(tmp_path: Path):
 
     async def scenario(pilot):
         pane = app.query_one(ServerPane)
-        await until(pilot, lambda: pane.view.received == 1, what="the log read")
+        await until(pilot, lambda: pane.received == 1, what="the log read")
         await pilot.press("z")  # the GPUs pane alone: the tabs are hidden
         await until(pilot, lambda: pane.poller._next_interval() is None, what="the pane asleep")
         with open(log, "a") as f:

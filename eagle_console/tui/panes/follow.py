@@ -48,11 +48,6 @@ class FollowPane(LogView):
         self.poller = Poller(self, interval, self._poll, self._apply, self._failed, name=f"{type(self).__name__}-poll",
                              sleep_hidden=True, quiet_interval=QUIET_S)
 
-    @property
-    def view(self) -> LogView:
-        """The log view: the pane itself."""
-        return self
-
     def compose(self):
         self.head = QuietStatic("", classes="follow-head")
         yield from self.compose_head()
