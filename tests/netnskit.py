@@ -219,12 +219,17 @@ def spare_the_cpu(cluster, names: list[str]) -> None:
     60 s later: `listen_error_messages` (ray/_private/worker.py:2467-2474) calls the error subscriber's
     poll(), which returns at once with nothing while the GCS is down, and loops again. The test measures
     the console through those minutes, not Ray's spin; at nice 19 the spin takes only CPU nobody else
-    wants, instead of a core from the tests beside it (docs/performance.md, "The test suite on 2 cores")."""
+    wants, instead of a core from the tests beside it (docs/performance.md, "The test suite on 2 cores").
+    With the scheduler's autogroups (kernel.sched_autogroup_enabled, on here and on most desktops) a task's
+    nice only weighs inside its session, and `ray start` has a session of its own: its group is niced too
+    (sched(7), "The autogroup feature"), or the spinning agents kept a whole core (53 CPU-s a suite run)."""
     for name in names:
         if name in cluster.nodes and cluster.nodes[name].proc.poll() is None:
             for p in ray_processes(cluster, name):
                 with contextlib.suppress(psutil.Error):
                     p.nice(19)
+                with contextlib.suppress(OSError):
+                    Path(f"/proc/{p.pid}/autogroup").write_text("19")
 
 
 def restart_node(cluster, name: str) -> None:
