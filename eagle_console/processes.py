@@ -6,22 +6,41 @@ import os
 import signal
 import subprocess
 import time
+from typing import TYPE_CHECKING
 
-import psutil
+if TYPE_CHECKING:
+    import psutil  # loaded where a session is swept: `status`, `mark` and the console's liveness checks need
+    # only /proc (psutil is ~15 ms of a CLI process's ~110)
 
 CTIME_SLACK_S = 0.05  # create times read twice differ by psutil's clock-tick rounding
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def create_time(pid: int) -> float | None:
+    """When `pid` started, in seconds since the epoch, as psutil's Process.create_time gives it on Linux
+    (psutil/_pslinux.py, 5.9-7.2: /proc/PID/stat's starttime in clock ticks, plus /proc/stat's btime), so
+    either may be compared with the other; None when there is no such process."""
     try:
-        return psutil.Process(pid).create_time()
-    except psutil.Error:
+        with open(f"/proc/{int(pid)}/stat", "rb") as f:
+            ticks = int(f.read().rsplit(b")", 1)[1].split()[19])  # field 22; the fields after ")" start at 3
+        return ticks / CLOCK_TICKS + _boot_time()
+    except (OSError, IndexError, ValueError):
         return None
+
+
+def _boot_time() -> float:
+    with open("/proc/stat", "rb") as f:
+        for line in f:
+            if line.startswith(b"btime"):
+                return float(line.split()[1])
+    raise OSError("no btime in /proc/stat")
 
 
 def open_live(pids: list[int]) -> list[psutil.Process]:
     """psutil handles for those of `pids` still running. Each is opened once, inside the try: a pid can exit
     between a check and `psutil.Process()` (pid_exists then Process() raced and failed CI)."""
+    import psutil
+
     procs = []
     for pid in pids:
         try:
@@ -73,6 +92,8 @@ def session_members(sid: int, pgid: int | None = None, leader_ctime: float | Non
     reused, so a process born before the run's leader, or after a live leader of that number that is not the
     run's, belongs to someone else.
     """
+    import psutil
+
     me = os.getpid()
     born_after, born_before = None, None
     if leader_ctime is not None:
@@ -99,6 +120,8 @@ def session_members(sid: int, pgid: int | None = None, leader_ctime: float | Non
 def terminate_then_kill(procs: list[psutil.Process], grace_s: float) -> list[psutil.Process]:
     """SIGTERM each, SIGKILL what is left after `grace_s`; returns the ones that needed SIGKILL. For
     processes this code started itself (a demo's, a local cluster's): no session or ownership checks."""
+    import psutil
+
     for p in procs:
         try:
             p.terminate()
@@ -122,6 +145,8 @@ def stop_session(sid: int, pgid: int | None, grace_s: float, on_wait=None, leade
     pids that were signalled. `on_wait(seconds_left)` is called while waiting, for a countdown. The caller's
     `own_child` is signalled but never reaped here: its Popen must see its real exit status, not 0.
     """
+    import psutil
+
     own = own_child.pid if own_child is not None else None
     procs = session_members(sid, pgid, leader_ctime)
     signalled = [p.pid for p in procs]

@@ -11,9 +11,13 @@ import os
 import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eagle_console.cli.common import CliError, add_sim, add_state_dir, load_plan, sim_dir
-from eagle_console.serve.access import TOKEN_ENV, Access, AccessError, token_from_file
+from eagle_console.serve import TOKEN_ENV
+
+if TYPE_CHECKING:
+    from eagle_console.serve.access import Access
 
 MISSING = "the browser console needs textual-serve: pip install 'eagle-console[serve]'"
 DEFAULT_MAX_CONSOLES = 4  # each is a Python process of ~60 MB; twelve tabs were 730 MB
@@ -65,6 +69,8 @@ def given_token(args: argparse.Namespace) -> str | None:
     the environment); None when neither gives one. --token on the command line is refused."""
     if args.token is not None:
         raise CliError(ARGV_TOKEN)
+    from eagle_console.serve.access import AccessError, token_from_file  # hmac, secrets: serve's own
+
     from_env = os.environ.pop(TOKEN_ENV, None)
     if args.token_file is not None and from_env is not None:
         raise CliError(f"the token is given twice ({TOKEN_ENV} and --token-file); give one")
@@ -90,6 +96,8 @@ def banner(access: Access, port: int, plan: Path) -> list[str]:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from eagle_console.serve.access import Access, AccessError
+
     token = given_token(args)
     try:
         access = Access.decide(args.host, token)

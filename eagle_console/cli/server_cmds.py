@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eagle_console.cli.common import CliError, add_json, print_json
-from eagle_console.parse.sglang_log import describe_load
 from eagle_console.sparkline import sparkline
 
 if TYPE_CHECKING:
@@ -167,6 +166,8 @@ def _print_server_log(s: ServerLogSummary, parser: SglangLogParser) -> None:
     for st in s["stages"]:
         print(f"  {st['name']:<26} {st['line']}")
     if s["load"]:
+        from eagle_console.parse.sglang_log import describe_load  # its patterns: ~8 ms no other command needs
+
         print(describe_load(s["load"]))
     d = s["decode"]
     if d:

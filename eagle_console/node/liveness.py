@@ -13,8 +13,6 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
-import psutil
-
 from eagle_console.processes import CTIME_SLACK_S, DEAD, STOPPED, alive, create_time, proc_state, same_process
 
 if TYPE_CHECKING:
@@ -63,6 +61,8 @@ def still_running_many(runs: Iterable[Run]) -> dict[int, list[int]]:
               if r.finished and r.outcome == "lost" and r.sid and r.pid_ctime and not r.job_id}
     if not wanted:
         return {}
+    import psutil  # only with a lost run to look for: `status` and the console's polls mostly have none
+
     me = os.getpid()
     by_sid: dict[int, list[tuple[int, int, float]]] = {}
     for proc in psutil.process_iter(["create_time"]):

@@ -21,7 +21,6 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 COOKIE = "eagle_console_token"
-TOKEN_ENV = "EAGLE_CONSOLE_TOKEN"
 MIN_TOKEN = 8
 LOOPBACK_NAMES = ("localhost",)
 DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
