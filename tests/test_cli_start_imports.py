@@ -34,11 +34,13 @@ def loaded_by(*argv: str, cwd: Path) -> list[str]:
     return json.loads(line.removeprefix("LOADED="))
 
 
-def test_status_mark_validate_and_help_load_none_of_the_heavy_modules(tmp_path):
-    """Were loaded by every command (status 131.6 ms CPU, now 105.9; bare Python 27.6)."""
+def test_status_run_mark_validate_and_help_load_none_of_the_heavy_modules(tmp_path):
+    """Were loaded by every command (status 131.6 ms CPU, now 105.9; bare Python 27.6); `run` loaded psutil
+    and the kill rules to read the grace of a timeout (node/grace.py)."""
     plan = tmp_path / "plan.toml"
     plan.write_text(PLAN)
     for argv in (["status", str(plan)], ["status", str(plan), "--json"], ["validate", str(plan)],
+                 ["run", str(plan), "0.1", "--yes", "--wait"], ["rollback", str(plan), "0.1", "--yes"],
                  ["mark", str(plan), "0.1", "skipped", "--note", "n"], ["nccl", "--help"], ["serve", "--help"]):
         assert loaded_by(*argv, cwd=tmp_path) == [], argv
 

@@ -141,12 +141,12 @@ def rollback_log_path(plan: Plan, rollback_id: int) -> Path:
 
 
 def kill_grace_s() -> float:
-    """SIGTERM → SIGKILL grace for timeouts and rollbacks: node.kill's one parser of EAGLE_CONSOLE_KILL_GRACE.
+    """SIGTERM → SIGKILL grace for timeouts and rollbacks: node.grace's one parser of EAGLE_CONSOLE_KILL_GRACE.
 
     Called after the run or rollback is journaled, so a bad value cannot refuse it any more: it is
     reported on stderr and the default grace is used instead of a negative or made-up one.
     """
-    from eagle_console.node.kill import DEFAULT_GRACE_S, GraceError, resolve_grace
+    from eagle_console.node.grace import DEFAULT_GRACE_S, GraceError, resolve_grace
 
     try:
         return resolve_grace()

@@ -13,8 +13,8 @@ and abandoned (launcher killed, Ctrl+C'd with workers that ignore SIGINT) leaves
 session, reparented to PID 1 or a subreaper. They are what `K` exists for; they are marked
 `same_session` so every face can say they were started from this terminal.
 
-The grace between SIGTERM and SIGKILL is parsed here once, for every face (`--grace`, `with.grace`,
-EAGLE_CONSOLE_KILL_GRACE) and for the engine's timeouts and rollbacks.
+The grace between SIGTERM and SIGKILL is parsed once, in node/grace.py, for every face (`--grace`,
+`with.grace`, EAGLE_CONSOLE_KILL_GRACE) and for the engine's timeouts and rollbacks.
 """
 
 from __future__ import annotations
@@ -23,12 +23,17 @@ import os
 import re
 import signal
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import psutil
 
+from eagle_console.node.grace import DEFAULT_GRACE_S as DEFAULT_GRACE_S
+from eagle_console.node.grace import GRACE_ENV as GRACE_ENV
+from eagle_console.node.grace import GraceError as GraceError
+from eagle_console.node.grace import parse_grace as parse_grace
+from eagle_console.node.grace import resolve_grace as resolve_grace
 from eagle_console.node.procs import Holder, eagle_console_kind
 from eagle_console.node.selfmark import CONSOLE, marked_processes
 
@@ -41,40 +46,6 @@ Progress = Callable[[float, list[int]], None]  # (seconds left of the grace, pid
 LIVE_JOB = "a live job of the console's terminal (parent {ppid} is alive)"
 MAYBE_LIVE_JOB = "maybe a live job of the console's terminal (parent {ppid} is alive; the session's leader is " \
     "outside this PID namespace)"
-
-GRACE_ENV = "EAGLE_CONSOLE_KILL_GRACE"
-DEFAULT_GRACE_S = 10.0
-_ZERO = re.compile(r"0+(?:\.0*)?(?:ms|s|m|h|d)?")
-
-
-class GraceError(ValueError):
-    """A grace that is not a duration, or a negative one."""
-
-
-def parse_grace(value: object, what: str = "grace") -> float:
-    """Seconds between SIGTERM and SIGKILL: `10`, `"10"`, `"10s"`, `"1m30s"`; 0 sends SIGKILL at once."""
-    from eagle_console.plan.durations import DurationError, parse_duration
-
-    text = value.strip().replace(" ", "") if isinstance(value, str) else None
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if (text is not None and text.startswith("-")) or (number and value < 0):  # type: ignore[operator]
-        raise GraceError(f"{what}: {value!r} is negative: give the time to wait before SIGKILL, e.g. \"10s\"")
-    if (text is not None and _ZERO.fullmatch(text)) or (number and value == 0):
-        return 0.0  # parse_duration wants a positive time; a grace of nothing is a valid choice
-    try:
-        return parse_duration(value)
-    except DurationError as exc:
-        raise GraceError(f"{what}: {exc}") from None
-
-
-def resolve_grace(value: object | None = None, what: str = "grace",
-                  environ: Mapping[str, str] | None = None) -> float:
-    """The grace given (`--grace`, `with.grace`), else EAGLE_CONSOLE_KILL_GRACE, else 10 s; GraceError if bad."""
-    if value is not None:
-        return parse_grace(value, what)
-    raw = (os.environ if environ is None else environ).get(GRACE_ENV, "").strip()
-    return parse_grace(raw, GRACE_ENV) if raw else DEFAULT_GRACE_S
-
 
 def protected_pids() -> set[int]:
     """PID 1, this process and every ancestor of it."""
@@ -306,7 +277,6 @@ def select_targets(holders: list[Holder], scope: str = "orphans", match: Iterabl
     or a system daemon. match: holders whose command line matches one of the regexes.
     `gpus` limits any scope to holders on those GPU indices.
     """
-    import re
 
     if scope not in SCOPES:
         raise ValueError(f"scope must be one of {', '.join(SCOPES)}, not {scope!r}")
