@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 from enginekit import session_pids, wait_for, write_plan
@@ -70,9 +71,16 @@ def plan(tmp_path, request):
 
 
 def cleanup(plan) -> None:
+    """Stop every run's session. A run just started has no session recorded until its supervisor has
+    started the action: waited for (a test's last `run` returns before that, and its `while true` loop was
+    left forking `sleep` 20 times a second for the rest of a suite run)."""
     journal = Journal(plan.parent / ".eagle-console" / "t" / "journal.db", readonly=True)
     try:
         for run in journal.runs():
+            deadline = time.monotonic() + 30
+            while not run.finished and not run.sid and time.monotonic() < deadline:
+                time.sleep(0.05)
+                run = journal.run(run.id)
             if run.supervisor_pid and alive(run.supervisor_pid, run.supervisor_ctime):
                 os.kill(run.supervisor_pid, signal.SIGCONT)
             if run.sid:
