@@ -277,7 +277,6 @@ def select_targets(holders: list[Holder], scope: str = "orphans", match: Iterabl
     or a system daemon. match: holders whose command line matches one of the regexes.
     `gpus` limits any scope to holders on those GPU indices.
     """
-
     if scope not in SCOPES:
         raise ValueError(f"scope must be one of {', '.join(SCOPES)}, not {scope!r}")
     patterns = [re.compile(p) for p in match]
