@@ -10,7 +10,7 @@ import pytest
 
 from eagle_console.engine.builtins import get_builtin
 from eagle_console.engine.runner import kill_grace_s
-from eagle_console.node.kill import DEFAULT_GRACE_S, GRACE_ENV, GraceError, parse_grace, resolve_grace
+from eagle_console.node.grace import DEFAULT_GRACE_S, GRACE_ENV, GraceError, parse_grace, resolve_grace
 
 
 @pytest.mark.parametrize(("value", "seconds"), [("10s", 10.0), (10, 10.0), ("10", 10.0), ("1m30s", 90.0),

@@ -151,7 +151,8 @@ def cmd_orphans(args: argparse.Namespace) -> int:
     cluster node could not be killed on (docs/cli.md, "Reading and acting on the GPUs")."""
     from eagle_console.node.gpus import cannot_read
     from eagle_console.node.gpus.unseen import unattributed_mib, unseen_notes
-    from eagle_console.node.kill import GraceError, resolve_grace, select_targets
+    from eagle_console.node.grace import GraceError, resolve_grace
+    from eagle_console.node.kill import select_targets
     from eagle_console.ops import kill, plan_kill, scan
 
     if args.match and args.scope != "match":

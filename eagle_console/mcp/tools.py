@@ -395,7 +395,7 @@ class AgentTools:
     def kill_orphans(self, grace: str | None = None, wait_s: float | None = None) -> dict[str, Any]:
         """Kill the orphans K would preselect: a request a person approves (the agent's call waits up to
         `wait_s`), or at once under --no-approvals."""
-        from eagle_console.node.kill import GraceError, resolve_grace
+        from eagle_console.node.grace import GraceError, resolve_grace
         from eagle_console.ops import approvals, orphans
 
         try:

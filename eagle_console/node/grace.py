@@ -1,6 +1,6 @@
 """The grace between SIGTERM and SIGKILL, parsed once for every face (`--grace`, `with.grace`,
-EAGLE_CONSOLE_KILL_GRACE) and for the engine's timeouts and rollbacks. Apart from node/kill.py, which
-re-exports it: a step's run reads the grace without loading psutil and the holder rules."""
+EAGLE_CONSOLE_KILL_GRACE) and for the engine's timeouts and rollbacks. Apart from node/kill.py: a step's
+run reads the grace without loading psutil and the holder rules."""
 
 from __future__ import annotations
 

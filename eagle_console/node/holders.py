@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from eagle_console.journal.kills import KillRecord, journal_kill
+from eagle_console.node.grace import parse_grace
 from eagle_console.node.kill import (
     SCOPES,
     Progress,
     in_console_session,
     kill_holders,
-    parse_grace,
     protection,
     refusal,
     select_targets,
@@ -118,7 +118,7 @@ class KillArgs(NamedTuple):
     match: tuple[str, ...] = ()
     gpus: list[int] | None = None
     signal: int = signal.SIGTERM
-    grace: Any = None  # as written (None: $EAGLE_CONSOLE_KILL_GRACE or the default): node.kill.resolve_grace
+    grace: Any = None  # as written (None: $EAGLE_CONSOLE_KILL_GRACE or the default): node.grace.resolve_grace
 
     @classmethod
     def problems(cls, args: Mapping[str, Any]) -> list[str]:

@@ -29,11 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 import psutil
 
-from eagle_console.node.grace import DEFAULT_GRACE_S as DEFAULT_GRACE_S
-from eagle_console.node.grace import GRACE_ENV as GRACE_ENV
-from eagle_console.node.grace import GraceError as GraceError
-from eagle_console.node.grace import parse_grace as parse_grace
-from eagle_console.node.grace import resolve_grace as resolve_grace
 from eagle_console.node.procs import Holder, eagle_console_kind
 from eagle_console.node.selfmark import CONSOLE, marked_processes
 

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 from eagle_console.journal.kills import KILL_EVENT as KILL_EVENT
 from eagle_console.journal.kills import KillRecord as KillRecord
 from eagle_console.journal.kills import journal_kill as journal_kill
+from eagle_console.node.grace import GraceError as GraceError
+from eagle_console.node.grace import resolve_grace as resolve_grace
 from eagle_console.node.holders import SELECTED as SELECTED
 from eagle_console.node.holders import HolderScan as HolderScan
 from eagle_console.node.holders import KillArgs, targets
@@ -25,8 +27,6 @@ from eagle_console.node.holders import preselected as preselected
 from eagle_console.node.holders import scan as scan
 from eagle_console.node.holders import selection_scope as selection_scope
 from eagle_console.node.holders import tracked_note as tracked_note
-from eagle_console.node.kill import GraceError as GraceError
-from eagle_console.node.kill import resolve_grace as resolve_grace
 from eagle_console.node.tracked import journal_supervisors as journal_supervisors
 from eagle_console.ops.hints import NEUTRAL, Hints
 

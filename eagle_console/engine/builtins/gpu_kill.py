@@ -32,7 +32,7 @@ class GpuKill(Builtin):
 
     def run(self, ctx: ActionContext) -> int:
         from eagle_console.node import holders as kills
-        from eagle_console.node.kill import GraceError, resolve_grace
+        from eagle_console.node.grace import GraceError, resolve_grace
 
         try:
             request = kills.KillArgs.read(ctx.args)
