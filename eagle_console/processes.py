@@ -16,16 +16,32 @@ CTIME_SLACK_S = 0.05  # create times read twice differ by psutil's clock-tick ro
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def create_time(pid: int) -> float | None:
-    """When `pid` started, in seconds since the epoch, as psutil's Process.create_time gives it on Linux
-    (psutil/_pslinux.py, 5.9-7.2: /proc/PID/stat's starttime in clock ticks, plus /proc/stat's btime), so
-    either may be compared with the other; None when there is no such process."""
+def _stat(pid: int | None) -> list[bytes] | None:
+    """The fields of /proc/PID/stat after the command name (the state first, field 3), or None when there is
+    no such process. Split after the last `)`: a command name may hold spaces and parens."""
+    if not pid:
+        return None
     try:
         with open(f"/proc/{int(pid)}/stat", "rb") as f:
-            ticks = int(f.read().rsplit(b")", 1)[1].split()[19])  # field 22; the fields after ")" start at 3
-        return ticks / CLOCK_TICKS + _boot_time()
+            return f.read().rsplit(b")", 1)[1].split()
     except (OSError, IndexError, ValueError):
         return None
+
+
+def _started(fields: list[bytes]) -> float | None:
+    """When the process started, in seconds since the epoch, as psutil's Process.create_time gives it on
+    Linux (psutil/_pslinux.py, 5.9-7.2: the starttime field in clock ticks, plus /proc/stat's btime), so
+    either may be compared with the other."""
+    try:
+        return int(fields[19]) / CLOCK_TICKS + _boot_time()  # field 22
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def create_time(pid: int) -> float | None:
+    """When `pid` started (`_started`), None when there is no such process."""
+    fields = _stat(pid)
+    return _started(fields) if fields is not None else None
 
 
 def _boot_time() -> float:
@@ -52,14 +68,9 @@ def open_live(pids: list[int]) -> list[psutil.Process]:
 
 def proc_state(pid: int | None) -> str | None:
     """The state letter of /proc/PID/stat (R running, S/D sleeping, T/t stopped, Z zombie, X dead), or None
-    when there is no such process. Read after the last `)`: a command name may hold spaces and parens."""
-    if not pid:
-        return None
-    try:
-        with open(f"/proc/{int(pid)}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0].decode()
-    except (OSError, IndexError, ValueError):
-        return None
+    when there is no such process."""
+    fields = _stat(pid)
+    return fields[0].decode() if fields else None
 
 
 STOPPED = ("T", "t")  # SIGSTOP/SIGTSTP, or stopped by a tracer
@@ -69,19 +80,18 @@ DEAD = ("Z", "X")  # exited, not reaped yet: no longer running, whatever its par
 def alive(pid: int | None, ctime: float | None = None) -> bool:
     """True if `pid` exists, is not a zombie, and (when `ctime` is given) is the same process, not a reused
     pid. A stopped process is alive: it goes on when continued."""
-    if not pid:
+    fields = _stat(pid)  # one read for the state and the start time
+    if not fields or fields[0].decode() in DEAD:
         return False
-    state = proc_state(pid)
-    if state is None or state in DEAD:
-        return False
-    return ctime is None or same_process(pid, ctime)
+    return ctime is None or _born_at(_started(fields), ctime)
 
 
 def same_process(pid: int, ctime: float | None) -> bool:
     """`pid` is the process born at `ctime` (a reused pid was born later)."""
-    if ctime is None:
-        return True
-    born = create_time(pid)
+    return ctime is None or _born_at(create_time(pid), ctime)
+
+
+def _born_at(born: float | None, ctime: float) -> bool:
     return born is not None and abs(born - ctime) < CTIME_SLACK_S
 
 
