@@ -263,3 +263,45 @@ def test_the_layout_containers_draw_nothing_and_a_tab_is_its_pane(tmp_path, monk
         assert not app.query_one("#step-info").BLANK and not app.query_one("#gpus").BLANK  # borders
 
     drive(app, scenario, size=(120, 40))
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
+@pytest.mark.parametrize("plan", [PLAN, LONG], ids=["one-step", "long-titles"])
+def test_the_first_frame_is_laid_out_once_and_is_what_laying_it_out_again_draws(tmp_path, monkeypatch, plan, size):
+    """Before: the screen was laid out and drawn whole a second time, a frame later, before the console was
+    idle at its first frame. The layouts the widgets asked for while they mounted stayed asked after the
+    first resume's layout (Textual's update timer clears them after its own), and two more came in after it:
+    the toast rack's `display`, set inline at the first resume, and the Plan tree's Resize handler. One
+    layout now (the tree's labels are cut to the width it is laid out at, not to a guess that the first
+    Resize corrected); laying the screen out again at that moment draws the same frame, colours included."""
+    from eagle_console.tui.app import ConsoleApp
+
+    monkeypatch.setenv("EAGLE_CONSOLE_GPU_BACKEND", "none")
+    layouts: list = []
+    refresh_layout = Screen._refresh_layout
+
+    def counted(self, size=None, scroll=False):
+        if not scroll:
+            layouts.append(self)
+        return refresh_layout(self, size, scroll)
+
+    monkeypatch.setattr(Screen, "_refresh_layout", counted)
+    seen: dict = {}
+
+    def first(self) -> None:
+        seen["layouts"] = len(layouts)
+        seen["first"] = styled_text(self)
+        self.screen._refresh_layout(self.size)  # the whole screen again, now
+        seen["again"] = styled_text(self)
+
+    monkeypatch.setattr(ConsoleApp, "_first_frame_shown", first)
+    app, journal = open_app(write_plan(tmp_path, plan))
+    journal.close()
+
+    async def scenario(pilot):
+        await until(pilot, lambda: "again" in seen, what="the first frame")
+        assert seen["layouts"] == 1
+        assert seen["again"] == seen["first"]
+        assert "0.1 " in screen_text(app)
+
+    drive(app, scenario, size=size)

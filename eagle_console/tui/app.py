@@ -102,6 +102,7 @@ class ConsoleApp(App[int]):
     def on_mount(self) -> None:
         self.title = f"eagle-console · {self.ctx.plan.id}"
         fit.columns(self, self.size.width)
+        self.plan_pane.width_hint = fit.plan_width(self, self.size.width)
         # The first frame shows the journal's statuses, not a tree of "pending" that corrects itself later.
         self.plan_pane.focus()
         self._show_snapshot(read_snapshot(self.ctx.journal))

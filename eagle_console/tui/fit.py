@@ -28,6 +28,15 @@ def columns(app: Any, width: int) -> None:
         left.styles.width = PLAN_WIDTH_NARROW if width < NARROW_BELOW else PLAN_WIDTH
 
 
+def plan_width(app: Any, width: int) -> int:
+    """The Plan pane's width that `columns` gives it at a terminal `width`, before the screen is laid out:
+    its labels are cut to it once (cut at another width, they changed at the pane's first Resize, and the
+    tree's widest line with them: a second layout before the first frame was complete)."""
+    if zoom.zoomed(app) in ("plan", "step-info"):
+        return width
+    return width * int((PLAN_WIDTH_NARROW if width < NARROW_BELOW else PLAN_WIDTH).rstrip("%")) // 100
+
+
 def detail_rows(app: Any, height: int) -> None:
     app.detail.fit(ROWS_SHORT if height < SHORT_BELOW else ROWS)
 

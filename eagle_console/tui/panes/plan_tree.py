@@ -6,6 +6,7 @@ import time
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
+from textual import events
 from textual.binding import Binding, BindingType
 from textual.widgets import Tree
 
@@ -44,6 +45,7 @@ class PlanPane(Tree[str]):
         self._snapshot: Snapshot | None = None
         self._shape: tuple = ()
         self._item_nodes: dict[str, TreeNode[str]] = {}
+        self.width_hint = 0  # its outer width to come, set before the first layout (tui/fit.plan_width)
 
     # -- what the App calls -----------------------------------------------------------------------------
 
@@ -63,7 +65,7 @@ class PlanPane(Tree[str]):
         step_status = snap.statuses() if snap else {}
         statuses = plan_statuses(plan, step_status)
         now = time.time()
-        width = self.size.width or 40
+        width = self.size.width or max(0, self.width_hint - self.styles.gutter.width) or 40
         for phase in plan.phases:
             node = self._item_nodes.get(phase.id)
             if node is not None:
@@ -125,5 +127,15 @@ class PlanPane(Tree[str]):
         elif plan.phases and plan.phases[0].steps:
             self.select_id(plan.phases[0].steps[0].id)
 
-    def on_resize(self) -> None:
+    def _on_resize(self, event: events.Resize) -> None:
+        """The labels are cut to the new width. Textual's Tree handler (skipped) also asked the screen for a
+        layout at every Resize; the tree's lines do not depend on its size, and when the rebuilt lines differ
+        in count or widest line, `virtual_size` changes and asks for the layout itself. A repaint does: the
+        layout it asked for was the second pass before the first frame (~7 ms, and a frame more)."""
+        event.prevent_default()
+        self._line_cache.grow(event.size.height)
+        self._clear_line_cache()  # what Tree's handler did, less `refresh(layout=True)`
+        self._updates += 1
+        self.root._reset()
+        self.refresh()
         self.refresh_labels()
