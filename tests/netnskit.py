@@ -9,7 +9,9 @@ kills every process of a PID namespace whose init dies.
 
 The cluster is the product's (`start_local_cluster`), each node's `ray start` placed on its host
 (`cluster.local.Placement`): head "a" on A, raylet "b" on B, token auth on, a simulated 8-GPU node each.
-Files every host must see (the plan, the journal, the token, the sims) live under /var/tmp, not /tmp.
+Files every host must see (the plan, the journal, the token, the sims) live under /var/tmp, not /tmp. A
+checkout or a venv under /tmp (a clone in /tmp/x) is bound into each host's /tmp at the same path
+(`kept_under_tmp`): hidden there, the hosts' Ray could not start (`Module MetricsHead failed to start`).
 
 Faults: `kill_gcs` (the head's GCS, kill -9), `link(False)` / `link(True)` (the veth down and up again),
 `kill_node` (a node's Ray processes, its steps spared) and `cluster.restart(name)` (the head too),
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -119,6 +122,26 @@ class TwoHosts:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
+def kept_under_tmp() -> list[str]:
+    """The top-level folders of /tmp that hold this checkout or the venv running the tests: each host mounts
+    a tmpfs of its own over /tmp, and binds these back into it."""
+    kept = set()
+    for path in (Path(__file__).resolve().parent.parent, Path(sys.prefix).resolve()):
+        with contextlib.suppress(ValueError):
+            kept.add(path.relative_to("/tmp").parts[0])
+    return sorted(kept)
+
+
+def _host_tmp(outer: Path) -> str:
+    """Shell: the real /tmp kept at `outer` (inside this host's mount namespace only), a tmpfs of its own
+    over /tmp, and `kept_under_tmp()` bound back from the real one."""
+    steps = [f"mount --bind /tmp {shlex.quote(str(outer))}", "mount -t tmpfs -o size=256m,mode=1777 tmpfs /tmp"]
+    for name in kept_under_tmp():
+        inner, real = shlex.quote(f"/tmp/{name}"), shlex.quote(str(outer / name))
+        steps.append(f"mkdir -p {inner} && mount --bind {real} {inner}")
+    return " && ".join(steps)
+
+
 def make_hosts() -> TwoHosts:
     tag = uuid.uuid4().hex[:6]
     root = Path(tempfile.mkdtemp(prefix="ecnet-", dir="/var/tmp"))
@@ -127,12 +150,14 @@ def make_hosts() -> TwoHosts:
         va, vb = f"eca{tag}", f"ecb{tag}"
         for n, (name, veth) in enumerate((("a", va), ("b", vb)), start=1):
             ns = f"ec{name}-{tag}"
+            outer = root / f"outer-tmp-{name}"  # where this host keeps the real /tmp in sight
+            outer.mkdir()
             subprocess.run(["ip", "netns", "add", ns], check=True)
             # a host's /tmp is its own; `exec` keeps the reaper PID 1 of the new PID namespace
             reaper = subprocess.Popen(
                 ["ip", "netns", "exec", ns, "unshare", "--pid", "--fork", "--mount-proc", "--mount",
                  "--propagation", "private", "sh", "-c",
-                 f'mount -t tmpfs -o size=256m,mode=1777 tmpfs /tmp && exec "{sys.executable}" -c "$0"', REAPER],
+                 f'{_host_tmp(outer)} && exec "{sys.executable}" -c "$0"', REAPER],
                 # its stderr to a file: unshare says "sigprocmask unblock failed" as the host ends, every time
                 stdin=subprocess.DEVNULL, stderr=open(root / f"host-{name}.err", "wb"), start_new_session=True)
             hosts[name] = Host(name, ns, f"{SUBNET}.{n}", veth, reaper)
