@@ -20,21 +20,21 @@ LOGS_MIN_ROWS = 5  # #logs' min-height in console.tcss
 def columns(app: Any, width: int) -> None:
     """The Plan pane takes more of a narrow terminal. Set on the one widget rather than through a
     breakpoint class on the Screen, which restyles every widget (~40 ms before the first frame)."""
-    screen = zoom.main_screen(app)
-    left = screen.query_one("#left")
-    if zoom.zoomed(app) in ("plan", "step-info"):
-        left.styles.width = "100%"
-    else:
-        left.styles.width = PLAN_WIDTH_NARROW if width < NARROW_BELOW else PLAN_WIDTH
+    zoom.main_screen(app).query_one("#left").styles.width = _plan_share(app, width)
 
 
 def plan_width(app: Any, width: int) -> int:
     """The Plan pane's width that `columns` gives it at a terminal `width`, before the screen is laid out:
     its labels are cut to it once (cut at another width, they changed at the pane's first Resize, and the
     tree's widest line with them: a second layout before the first frame was complete)."""
+    return width * int(_plan_share(app, width).rstrip("%")) // 100
+
+
+def _plan_share(app: Any, width: int) -> str:
+    """The Plan column's CSS width: the whole screen while the plan or its step is zoomed."""
     if zoom.zoomed(app) in ("plan", "step-info"):
-        return width
-    return width * int((PLAN_WIDTH_NARROW if width < NARROW_BELOW else PLAN_WIDTH).rstrip("%")) // 100
+        return "100%"
+    return PLAN_WIDTH_NARROW if width < NARROW_BELOW else PLAN_WIDTH
 
 
 def detail_rows(app: Any, height: int) -> None:
