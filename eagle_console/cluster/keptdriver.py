@@ -45,6 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from eagle_console.processes import DEAD, proc_state
+
 PROTOCOL = 2  # the JSON lines over the socket (cluster/driver.py); another version is another driver
 DRIVER_MODULE = "eagle_console.cluster.driver"
 PROBE_S = 1.0  # a TCP connect to the GCS port: refused at once when it is dead, silent when the link is cut
@@ -232,11 +234,7 @@ def gone(pid: int, within: float) -> bool:
     """Wait up to `within` s for `pid` to end (a zombie counts as ended: its files are closed)."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                if f.read().rpartition(b")")[2].split()[0] == b"Z":
-                    return True
-        except OSError:
+        if proc_state(pid) in (None, *DEAD):
             return True
         time.sleep(0.02)
     return False
