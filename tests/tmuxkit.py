@@ -1,5 +1,9 @@
 """The console in a real terminal: one tmux session at a fixed size, keys in with send-keys, the screen
-out with capture-pane. Used by tests/e2e and by benchmarks/captures_80x24.py (which re-makes docs/captures)."""
+out with capture-pane. Used by tests/e2e and by benchmarks/captures_80x24.py (which re-makes docs/captures).
+
+Each Term has a tmux server of its own (`tmux -L NAME`). On the one default server, a Term closing its
+session let the server exit (it ends with its last session) just as another test's `new-session` reached
+it, and that one failed (a tmux test and the two-host head-kill test run in different xdist workers)."""
 
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ class Term:
                  prefix: str = "ec-e2e", poll_s: float = 0.25, key_pause_s: float = 0.15,
                  patience: float = 1.0) -> None:
         self.name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+        self._tmux = ("tmux", "-L", self.name)  # a server of its own, on its own socket
         self.size = size
         self.poll_s, self.key_pause_s, self.patience = poll_s, key_pause_s, patience
         # COLUMNS/LINES in the environment win over the terminal's size (Python's shutil.get_terminal_size,
@@ -33,19 +38,19 @@ class Term:
         command = f"unset COLUMNS LINES; {command}"  # tmux runs it with sh -c
         w, h = size
         with _not_adopting():  # tmux's server, if this starts it, is PID 1's child (tests/reaperkit.py)
-            subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(w), "-y", str(h), command],
+            subprocess.run([*self._tmux, "new-session", "-d", "-s", self.name, "-x", str(w), "-y", str(h), command],
                            check=True)
         # A detached session otherwise follows tmux's default size (80x24), whatever -x/-y said.
-        subprocess.run(["tmux", "set-option", "-t", self.name, "window-size", "manual"], capture_output=True)
-        subprocess.run(["tmux", "resize-window", "-t", self.name, "-x", str(w), "-y", str(h)], capture_output=True)
+        subprocess.run([*self._tmux, "set-option", "-t", self.name, "window-size", "manual"], capture_output=True)
+        subprocess.run([*self._tmux, "resize-window", "-t", self.name, "-x", str(w), "-y", str(h)], capture_output=True)
 
     def screen(self) -> str:
-        return subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True,
+        return subprocess.run([*self._tmux, "capture-pane", "-p", "-t", self.name], capture_output=True,
                               text=True).stdout
 
     def keys(self, *keys: str) -> None:
         for k in keys:
-            subprocess.run(["tmux", "send-keys", "-t", self.name, k], check=True)
+            subprocess.run([*self._tmux, "send-keys", "-t", self.name, k], check=True)
             time.sleep(self.key_pause_s)
 
     def wait(self, pattern: str, timeout: float = 30.0) -> str:
@@ -70,7 +75,7 @@ class Term:
             time.sleep(self.poll_s)
 
     def close(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+        subprocess.run([*self._tmux, "kill-server"], capture_output=True)  # its server: this session's only
 
 
 def step_done(step: str) -> str:
