@@ -43,7 +43,7 @@ def pytest_configure(config: pytest.Config) -> None:
 #                   worker starts it once, as a serial run does
 #   netns-MODULE    each two-host module (marker `netns`, tests/netnskit.py) builds its own hosts and cluster
 #                   for the module: one worker per module, and modules beside each other
-#   tmux            the real-terminal tests (tests/e2e): key timing on a busy machine; they share tmux's server
+#   tmux            the real-terminal tests (tests/e2e): key timing on a busy machine (each Term has a tmux server of its own: tests/tmuxkit.py)
 #   module-MODULE   the tests of a module-scoped fixture (a venv built, a sim server started): built once
 # Markers `ray`, `netns` and `tmux` are set here from the same rules, so `-m "not tmux"` needs no file list.
 
