@@ -150,6 +150,11 @@ def test_a_resize_to_the_size_the_screen_has_is_no_layout_pass(tmp_path, monkeyp
 
 def styled_text(app) -> str:
     """The screen as text with its colours and styles (screen_text drops them)."""
+    return frame_text(app, app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+
+
+def frame_text(app, update) -> str:
+    """A whole-screen update (as the app writes it) as text with its colours and styles."""
     import io
 
     from rich.console import Console
@@ -157,7 +162,7 @@ def styled_text(app) -> str:
     width, height = app.size
     console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True, color_system="truecolor",
                       record=True, legacy_windows=False, safe_box=False)
-    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    console.print(update)
     return console.export_text(styles=True)
 
 
@@ -305,3 +310,47 @@ def test_the_first_frame_is_laid_out_once_and_is_what_laying_it_out_again_draws(
         assert "0.1 " in screen_text(app)
 
     drive(app, scenario, size=size)
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
+@pytest.mark.parametrize("plan", [PLAN, LONG], ids=["one-step", "long-titles"])
+def test_the_first_frame_is_the_only_one_written_before_the_first_paint_and_is_what_is_shown(
+        tmp_path, monkeypatch, plan, size):
+    """Before: a second frame of every widget was written before the console was idle at its first frame.
+    The widgets mounting had each asked to be drawn (~17 Update messages, handled after the first layout,
+    which had drawn them all) and the screen's own repaint stayed asked after that layout. One frame now,
+    and it is what the screen shows at the first paint and what laying it out again draws."""
+    from textual.app import App
+
+    from eagle_console.tui.app import ConsoleApp
+
+    monkeypatch.setenv("EAGLE_CONSOLE_GPU_BACKEND", "none")
+    written: list = []
+    display = App._display
+
+    def recorded(self, screen, update) -> None:
+        if update is not None:
+            written.append(update)
+        return display(self, screen, update)
+
+    monkeypatch.setattr(App, "_display", recorded)
+    seen: dict = {}
+
+    def first(self) -> None:
+        seen["frames"] = list(written)
+        seen["shown"] = styled_text(self)
+        self.screen._refresh_layout(self.size)  # the whole screen again, now
+        seen["again"] = styled_text(self)
+
+    monkeypatch.setattr(ConsoleApp, "_first_frame_shown", first)
+    app, journal = open_app(write_plan(tmp_path, plan))
+    journal.close()
+
+    async def scenario(pilot):
+        await until(pilot, lambda: "again" in seen, what="the first frame")
+        assert len(seen["frames"]) == 1
+        assert frame_text(app, seen["frames"][0]) == seen["shown"] == seen["again"]
+        assert "0.1 " in screen_text(app)
+
+    drive(app, scenario, size=size)
+

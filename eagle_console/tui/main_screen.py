@@ -1,6 +1,6 @@
 """The console's own screen (App.get_default_screen): Textual's Screen, less the layout passes a Resize to
 the size it already has would cost, less the restyle of its first ScreenResume, and less the second layout
-and whole redraw that followed the first one (tests/test_tui_first_frame.py)."""
+and the second frame that followed the first one (tests/test_tui_first_frame.py)."""
 
 from __future__ import annotations
 
@@ -54,20 +54,29 @@ class ConsoleScreen(Screen):
         """The first resume lays the whole screen out and draws it (the first frame). Textual's update timer
         clears the screen's layout flags after its own full layout; the resume's did not, so the layouts asked
         while the widgets mounted had the timer lay the screen out and draw it all again, a frame later,
-        before the console was idle (its first paint). Here that layout answers them, as the timer's does."""
+        before the console was idle (its first paint). Here that layout answers them, as the timer's does, and
+        the repaint the screen was asked for while it mounted (the layout drew all of it)."""
         started = get_time()
         super()._refresh_layout(size, scroll)
         if self._resuming and not scroll and self.size.area and self.is_current and not self.app._batch_count:
             self._resuming = False
             self._drawn_whole = True
             self._laid_out_at = started
-            self._layout_required = self._scroll_required = False
+            self._layout_required = self._scroll_required = self._repaint_required = False
             for widget in self.walk_children(Widget):  # each one's new size asked for a layout: this one
                 widget._layout_required = False
 
     def _on_layout(self, message: messages.Layout) -> None:
         """Runs before Screen's handler: a layout asked before the first frame's was laid out (the widgets
         mounting, each with its size still to come) needs no second one."""
+        if message.time <= self._laid_out_at:
+            message.stop()
+            message.prevent_default()
+
+    def _on_update(self, message: messages.Update) -> None:
+        """Runs before Screen's handler: a widget that asked to be drawn again before the first frame's layout
+        began was drawn by it. Each mounting widget asks (~20 Update messages, handled after that layout):
+        they were a second frame of every widget, before the console was idle at its first paint."""
         if message.time <= self._laid_out_at:
             message.stop()
             message.prevent_default()
