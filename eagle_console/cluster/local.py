@@ -4,7 +4,8 @@ Each raylet is a `ray start --block` whose environment carries its node's EAGLE_
 inherit it: the node's agent and jobs see that node's simulated GPUs) and the `eagle-node:NAME` resource.
 Token authentication is on (a token generated here, kept in `root/ray-auth-token`, 0600), the dashboard on
 127.0.0.1, and every port is picked free, so another cluster on this machine is left alone. `stop()` stops
-exactly the processes it started (never `ray stop`, which would stop every cluster of this user).
+exactly the processes it started (never `ray stop`, which would stop every cluster of this user), the way
+Ray takes a node down: each node's `ray start` is asked to, the other nodes before the head.
 """
 
 from __future__ import annotations
@@ -44,6 +45,12 @@ HEALTH_CHECK = {"RAY_health_check_period_ms": "500", "RAY_health_check_timeout_m
 # (its request counters): on a free port (DASHBOARD_METRIC_PORT, dashboard/consts.py; fixed 44227 by default,
 # where two clusters on one machine collide). docs/cluster.md, Security.
 NO_METRICS_EXPORT = {"RAY_enable_metrics_collection": "0"}
+# On SIGTERM a `ray start --block` first asks the GCS to drain its node and waits, up to 30 s, for the raylet
+# to end once it holds no worker lease (ray 2.60.0 `_private/node.py` `_drain_node_before_shutdown`, for
+# Serve's proxies), then stops its node's processes. A local cluster serves nothing, and its nodes hold the
+# console's agents' leases to the end: no drain, the node's processes are stopped at once.
+NO_DRAIN = {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
+STOP_GRACE_S = 5.0  # for each step of stop(): the other nodes, the head, what is left after them
 # Every port a raylet and its agents open: two raylets on one host must not collide.
 _PORT_FLAGS = ("--node-manager-port", "--object-manager-port", "--dashboard-agent-listen-port",
                "--dashboard-agent-grpc-port", "--metrics-export-port", "--runtime-env-agent-port")
@@ -182,12 +189,18 @@ class LocalCluster:
                 continue
         return list(ours.values())
 
-    def stop(self) -> None:
-        """Stop what this cluster started (SIGTERM, SIGKILL after 5 s); idempotent."""
+    def stop(self) -> list[str]:
+        """Stop what this cluster started; idempotent. Each node's `ray start` stops its node's processes on
+        SIGTERM (Ray's own order, the raylet first): the other nodes first, then the head, as nodes leave a
+        running cluster; whatever is left after them gets SIGTERM and then SIGKILL. SIGTERM to every process
+        at once, as this did, left the raylets and the GCS waiting on each other (none gone 15 s later): each
+        stop ended in SIGKILL after its 5 s grace. Returns what needed SIGKILL ("NAME (pid PID)")."""
+        import psutil
+
         from eagle_console.processes import terminate_then_kill
 
         if self._stopped:
-            return
+            return []
         self._stopped = True
         try:
             import ray
@@ -195,8 +208,19 @@ class LocalCluster:
             ray.shutdown()  # our own driver connection, if any: no reconnect attempts after the GCS is gone
         except Exception:  # noqa: BLE001 - stopping the processes matters more
             pass
-        # SIGTERM first: the GCS and raylets flush and close their sockets
-        terminate_then_kill(self._processes(), 5.0)
+        procs = self._processes()
+        head, *others = [self._ray_start(node) for node in self.nodes.values()] or [None]
+        steps = [step for step in ([p for p in others if p], [head] if head else []) if step]
+        for step in steps:
+            for p in step:
+                try:
+                    p.terminate()
+                except psutil.Error:
+                    pass
+            psutil.wait_procs(step, timeout=STOP_GRACE_S)
+        _gone, left = psutil.wait_procs(procs, timeout=STOP_GRACE_S if steps else 0)
+        names = {p.pid: _name(p) for p in left}  # while they still run
+        killed = [f"{names[p.pid]} (pid {p.pid})" for p in terminate_then_kill(left, STOP_GRACE_S)]
         for node in self.nodes.values():
             node.proc.poll()
         shutil.rmtree(self.temp.parent, ignore_errors=True)  # the private folder around Ray's temp dir
@@ -207,12 +231,36 @@ class LocalCluster:
                     os.environ.pop(key, None)
                 else:
                     os.environ[key] = before
+        return killed
+
+    def _ray_start(self, node: RayNode):  # noqa: ANN202 (psutil.Process | None; psutil is imported late)
+        """Node `node`'s live `ray start --block`: its process, or the one under its host's prefix."""
+        import psutil
+
+        if node.proc.poll() is not None:
+            return None
+        try:
+            top = psutil.Process(node.proc.pid)
+            for p in (top, *top.children(recursive=True)):
+                argv = p.cmdline()
+                if len(argv) > 2 and os.path.basename(argv[1]) == "ray" and argv[2] == "start":
+                    return p
+        except psutil.Error:
+            pass
+        return None
 
     def __enter__(self) -> LocalCluster:
         return self
 
     def __exit__(self, *_exc: object) -> None:
         self.stop()
+
+
+def _name(p) -> str:  # noqa: ANN001 (a psutil.Process)
+    try:
+        return p.name()
+    except Exception:  # noqa: BLE001 - gone meanwhile
+        return "?"
 
 
 def wait_alive(address: str, names: set[str], timeout: float = 60.0) -> None:
@@ -270,7 +318,7 @@ def start_local_cluster(root: str | os.PathLike[str], nodes: Mapping[str, str | 
     env.pop("RAY_AUTH_TOKEN", None)  # it would win over the token file
     # one dict, later keys winning: `extra_env` may override the health check (keywords would clash)
     env.update({"RAY_USAGE_STATS_ENABLED": "0", **auth_env(token_path), **HEALTH_CHECK, **NO_METRICS_EXPORT,
-                **(extra_env or {})})
+                **NO_DRAIN, **(extra_env or {})})
     temp = private_ray_temp()
     places = dict(placement or {})
     head_ip = places.get(next(iter(nodes)), Placement("127.0.0.1")).ip
