@@ -270,74 +270,20 @@ def test_the_layout_containers_draw_nothing_and_a_tab_is_its_pane(tmp_path, monk
     drive(app, scenario, size=(120, 40))
 
 
-@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
-@pytest.mark.parametrize("plan", [PLAN, LONG], ids=["one-step", "long-titles"])
-def test_the_first_frame_is_laid_out_once_and_is_what_laying_it_out_again_draws(tmp_path, monkeypatch, plan, size):
-    """Before: the screen was laid out and drawn whole a second time, a frame later, before the console was
-    idle at its first frame. The layouts the widgets asked for while they mounted stayed asked after the
-    first resume's layout (Textual's update timer clears them after its own), and two more came in after it:
-    the toast rack's `display`, set inline at the first resume, and the Plan tree's Resize handler. One
-    layout now (the tree's labels are cut to the width it is laid out at, not to a guess that the first
-    Resize corrected); laying the screen out again at that moment draws the same frame, colours included."""
+SIZES = pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
+PLANS = pytest.mark.parametrize("plan", [PLAN, LONG], ids=["one-step", "long-titles"])
+
+
+def _at_first_paint(tmp_path, monkeypatch, plan: str, size, counts: list) -> tuple[object, dict]:
+    """Drive the console to its first paint: the app, and what was true there (what `counts` held, the
+    screen as shown, the screen after laying all of it out again)."""
     from eagle_console.tui.app import ConsoleApp
 
     monkeypatch.setenv("EAGLE_CONSOLE_GPU_BACKEND", "none")
-    layouts: list = []
-    refresh_layout = Screen._refresh_layout
-
-    def counted(self, size=None, scroll=False):
-        if not scroll:
-            layouts.append(self)
-        return refresh_layout(self, size, scroll)
-
-    monkeypatch.setattr(Screen, "_refresh_layout", counted)
     seen: dict = {}
 
     def first(self) -> None:
-        seen["layouts"] = len(layouts)
-        seen["first"] = styled_text(self)
-        self.screen._refresh_layout(self.size)  # the whole screen again, now
-        seen["again"] = styled_text(self)
-
-    monkeypatch.setattr(ConsoleApp, "_first_frame_shown", first)
-    app, journal = open_app(write_plan(tmp_path, plan))
-    journal.close()
-
-    async def scenario(pilot):
-        await until(pilot, lambda: "again" in seen, what="the first frame")
-        assert seen["layouts"] == 1
-        assert seen["again"] == seen["first"]
-        assert "0.1 " in screen_text(app)
-
-    drive(app, scenario, size=size)
-
-
-@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
-@pytest.mark.parametrize("plan", [PLAN, LONG], ids=["one-step", "long-titles"])
-def test_the_first_frame_is_the_only_one_written_before_the_first_paint_and_is_what_is_shown(
-        tmp_path, monkeypatch, plan, size):
-    """Before: a second frame of every widget was written before the console was idle at its first frame.
-    The widgets mounting had each asked to be drawn (~17 Update messages, handled after the first layout,
-    which had drawn them all) and the screen's own repaint stayed asked after that layout. One frame now,
-    and it is what the screen shows at the first paint and what laying it out again draws."""
-    from textual.app import App
-
-    from eagle_console.tui.app import ConsoleApp
-
-    monkeypatch.setenv("EAGLE_CONSOLE_GPU_BACKEND", "none")
-    written: list = []
-    display = App._display
-
-    def recorded(self, screen, update) -> None:
-        if update is not None:
-            written.append(update)
-        return display(self, screen, update)
-
-    monkeypatch.setattr(App, "_display", recorded)
-    seen: dict = {}
-
-    def first(self) -> None:
-        seen["frames"] = list(written)
+        seen["counted"] = list(counts)
         seen["shown"] = styled_text(self)
         self.screen._refresh_layout(self.size)  # the whole screen again, now
         seen["again"] = styled_text(self)
@@ -348,9 +294,54 @@ def test_the_first_frame_is_the_only_one_written_before_the_first_paint_and_is_w
 
     async def scenario(pilot):
         await until(pilot, lambda: "again" in seen, what="the first frame")
-        assert len(seen["frames"]) == 1
-        assert frame_text(app, seen["frames"][0]) == seen["shown"] == seen["again"]
         assert "0.1 " in screen_text(app)
 
     drive(app, scenario, size=size)
+    return app, seen
 
+
+@SIZES
+@PLANS
+def test_the_first_frame_is_laid_out_once_and_is_what_laying_it_out_again_draws(tmp_path, monkeypatch, plan, size):
+    """Before: the screen was laid out and drawn whole a second time, a frame later, before the console was
+    idle at its first frame. The layouts the widgets asked for while they mounted stayed asked after the
+    first resume's layout (Textual's update timer clears them after its own), and two more came in after it:
+    the toast rack's `display`, set inline at the first resume, and the Plan tree's Resize handler. One
+    layout now (the tree's labels are cut to the width it is laid out at, not to a guess that the first
+    Resize corrected); laying the screen out again at that moment draws the same frame, colours included."""
+    layouts: list = []
+    refresh_layout = Screen._refresh_layout
+
+    def counted(self, size=None, scroll=False):
+        if not scroll:
+            layouts.append(self)
+        return refresh_layout(self, size, scroll)
+
+    monkeypatch.setattr(Screen, "_refresh_layout", counted)
+    _app, seen = _at_first_paint(tmp_path, monkeypatch, plan, size, layouts)
+    assert len(seen["counted"]) == 1
+    assert seen["again"] == seen["shown"]
+
+
+@SIZES
+@PLANS
+def test_the_first_frame_is_the_only_one_written_before_the_first_paint_and_is_what_is_shown(
+        tmp_path, monkeypatch, plan, size):
+    """Before: a second frame of every widget was written before the console was idle at its first frame.
+    The widgets mounting had each asked to be drawn (~17 Update messages, handled after the first layout,
+    which had drawn them all) and the screen's own repaint stayed asked after that layout. One frame now,
+    and it is what the screen shows at the first paint and what laying it out again draws."""
+    from textual.app import App
+
+    written: list = []
+    display = App._display
+
+    def recorded(self, screen, update) -> None:
+        if update is not None:
+            written.append(update)
+        return display(self, screen, update)
+
+    monkeypatch.setattr(App, "_display", recorded)
+    app, seen = _at_first_paint(tmp_path, monkeypatch, plan, size, written)
+    assert len(seen["counted"]) == 1
+    assert frame_text(app, seen["counted"][0]) == seen["shown"] == seen["again"]
