@@ -127,9 +127,9 @@ def session_members(sid: int, pgid: int | None = None, leader_ctime: float | Non
     return out
 
 
-def terminate_then_kill(procs: list[psutil.Process], grace_s: float) -> list[psutil.Process]:
-    """SIGTERM each, SIGKILL what is left after `grace_s`; returns the ones that needed SIGKILL. For
-    processes this code started itself (a demo's, a local cluster's): no session or ownership checks."""
+def terminate_and_wait(procs: list[psutil.Process], grace_s: float) -> list[psutil.Process]:
+    """SIGTERM each; returns the ones still running after `grace_s`. For processes this code started itself
+    (a demo's, a local cluster's): no session or ownership checks."""
     import psutil
 
     for p in procs:
@@ -138,6 +138,15 @@ def terminate_then_kill(procs: list[psutil.Process], grace_s: float) -> list[psu
         except psutil.Error:
             pass
     _gone, alive = psutil.wait_procs(procs, timeout=grace_s)
+    return alive
+
+
+def terminate_then_kill(procs: list[psutil.Process], grace_s: float) -> list[psutil.Process]:
+    """SIGTERM each, SIGKILL what is left after `grace_s`; returns the ones that needed SIGKILL. For
+    processes this code started itself (a demo's, a local cluster's): no session or ownership checks."""
+    import psutil
+
+    alive = terminate_and_wait(procs, grace_s)
     for p in alive:
         try:
             p.kill()

@@ -197,7 +197,7 @@ class LocalCluster:
         stop ended in SIGKILL after its 5 s grace. Returns what needed SIGKILL ("NAME (pid PID)")."""
         import psutil
 
-        from eagle_console.processes import terminate_then_kill
+        from eagle_console.processes import terminate_and_wait, terminate_then_kill
 
         if self._stopped:
             return []
@@ -212,12 +212,7 @@ class LocalCluster:
         head, *others = [self._ray_start(node) for node in self.nodes.values()] or [None]
         steps = [step for step in ([p for p in others if p], [head] if head else []) if step]
         for step in steps:
-            for p in step:
-                try:
-                    p.terminate()
-                except psutil.Error:
-                    pass
-            psutil.wait_procs(step, timeout=STOP_GRACE_S)
+            terminate_and_wait(step, STOP_GRACE_S)
         _gone, left = psutil.wait_procs(procs, timeout=STOP_GRACE_S if steps else 0)
         names = {p.pid: _name(p) for p in left}  # while they still run
         killed = [f"{names[p.pid]} (pid {p.pid})" for p in terminate_then_kill(left, STOP_GRACE_S)]
