@@ -69,14 +69,16 @@ class ConsoleScreen(Screen):
     def _on_layout(self, message: messages.Layout) -> None:
         """Runs before Screen's handler: a layout asked before the first frame's was laid out (the widgets
         mounting, each with its size still to come) needs no second one."""
-        if message.time <= self._laid_out_at:
-            message.stop()
-            message.prevent_default()
+        self._answered_by_first_layout(message)
 
     def _on_update(self, message: messages.Update) -> None:
         """Runs before Screen's handler: a widget that asked to be drawn again before the first frame's layout
-        began was drawn by it. Each mounting widget asks (~20 Update messages, handled after that layout):
+        began was drawn by it. Each mounting widget asks (17 Update messages, handled after that layout):
         they were a second frame of every widget, before the console was idle at its first paint."""
+        self._answered_by_first_layout(message)
+
+    def _answered_by_first_layout(self, message: messages.Layout | messages.Update) -> None:
+        """A message posted before the first frame's layout began is not handled by Screen: that layout did it."""
         if message.time <= self._laid_out_at:
             message.stop()
             message.prevent_default()
