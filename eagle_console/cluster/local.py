@@ -76,6 +76,22 @@ class RayNode:
     proc: subprocess.Popen
     log: Path
 
+    def ray_start(self):  # noqa: ANN201 (psutil.Process | None; psutil is imported late)
+        """This node's live `ray start --block`: its own process, or the one under its host's prefix."""
+        import psutil
+
+        if self.proc.poll() is not None:
+            return None
+        try:
+            top = psutil.Process(self.proc.pid)
+            for p in (top, *top.children(recursive=True)):
+                argv = p.cmdline()
+                if len(argv) > 2 and os.path.basename(argv[1]) == "ray" and argv[2] == "start":
+                    return p
+        except psutil.Error:
+            pass
+        return None
+
     def raylet_pid(self) -> int:
         import psutil
 
@@ -189,12 +205,12 @@ class LocalCluster:
                 continue
         return list(ours.values())
 
-    def stop(self) -> list[str]:
+    def stop(self) -> list:  # psutil.Process: psutil is imported late
         """Stop what this cluster started; idempotent. Each node's `ray start` stops its node's processes on
         SIGTERM (Ray's own order, the raylet first): the other nodes first, then the head, as nodes leave a
         running cluster; whatever is left after them gets SIGTERM and then SIGKILL. SIGTERM to every process
         at once, as this did, left the raylets and the GCS waiting on each other (none gone 15 s later): each
-        stop ended in SIGKILL after its 5 s grace. Returns what needed SIGKILL ("NAME (pid PID)")."""
+        stop ended in SIGKILL after its 5 s grace. Returns the processes that needed SIGKILL."""
         import psutil
 
         from eagle_console.processes import terminate_and_wait, terminate_then_kill
@@ -209,13 +225,12 @@ class LocalCluster:
         except Exception:  # noqa: BLE001 - stopping the processes matters more
             pass
         procs = self._processes()
-        head, *others = [self._ray_start(node) for node in self.nodes.values()] or [None]
-        steps = [step for step in ([p for p in others if p], [head] if head else []) if step]
-        for step in steps:
-            terminate_and_wait(step, STOP_GRACE_S)
-        _gone, left = psutil.wait_procs(procs, timeout=STOP_GRACE_S if steps else 0)
-        names = {p.pid: _name(p) for p in left}  # while they still run
-        killed = [f"{names[p.pid]} (pid {p.pid})" for p in terminate_then_kill(left, STOP_GRACE_S)]
+        starts = [node.ray_start() for node in self.nodes.values()]  # the head's first
+        for step in ([p for p in starts[1:] if p], [p for p in starts[:1] if p]):
+            if step:
+                terminate_and_wait(step, STOP_GRACE_S)
+        _gone, left = psutil.wait_procs(procs, timeout=STOP_GRACE_S if any(starts) else 0)
+        killed = terminate_then_kill(left, STOP_GRACE_S)
         for node in self.nodes.values():
             node.proc.poll()
         shutil.rmtree(self.temp.parent, ignore_errors=True)  # the private folder around Ray's temp dir
@@ -228,34 +243,11 @@ class LocalCluster:
                     os.environ[key] = before
         return killed
 
-    def _ray_start(self, node: RayNode):  # noqa: ANN202 (psutil.Process | None; psutil is imported late)
-        """Node `node`'s live `ray start --block`: its process, or the one under its host's prefix."""
-        import psutil
-
-        if node.proc.poll() is not None:
-            return None
-        try:
-            top = psutil.Process(node.proc.pid)
-            for p in (top, *top.children(recursive=True)):
-                argv = p.cmdline()
-                if len(argv) > 2 and os.path.basename(argv[1]) == "ray" and argv[2] == "start":
-                    return p
-        except psutil.Error:
-            pass
-        return None
-
     def __enter__(self) -> LocalCluster:
         return self
 
     def __exit__(self, *_exc: object) -> None:
         self.stop()
-
-
-def _name(p) -> str:  # noqa: ANN001 (a psutil.Process)
-    try:
-        return p.name()
-    except Exception:  # noqa: BLE001 - gone meanwhile
-        return "?"
 
 
 def wait_alive(address: str, names: set[str], timeout: float = 60.0) -> None:
