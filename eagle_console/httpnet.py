@@ -9,11 +9,16 @@
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import threading
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from eagle_console._httpx import httpx
+
+if TYPE_CHECKING:
+    import ssl  # httpx imports it only when a client is made: so does this module
 
 CONNECT_S = 1.0
 
@@ -43,10 +48,21 @@ def is_loopback(url: str) -> bool:
         return False
 
 
+@functools.lru_cache(maxsize=2)
+def _verify(trust_env: bool) -> ssl.SSLContext:
+    """httpx's default TLS verification, built once a process: a Client given none builds its own, reading
+    and parsing the CA bundle (~20 ms of CPU), and a probe makes a Client each time (`http.wait` polls)."""
+    return httpx.create_ssl_context(verify=True, trust_env=trust_env)
+
+
+def _client(trust_env: bool, **kwargs) -> httpx.Client:  # noqa: ANN003 (httpx.Client's own keywords)
+    return httpx.Client(trust_env=trust_env, verify=_verify(trust_env), follow_redirects=False, **kwargs)
+
+
 def client(base_url: str, timeout: float) -> httpx.Client:
     """A client for one origin: no proxy for loopback, no redirects, connect and read timeouts apart."""
-    return httpx.Client(base_url=base_url, trust_env=not is_loopback(base_url), follow_redirects=False,
-                        timeout=httpx.Timeout(timeout, connect=min(CONNECT_S * 5, timeout)))
+    return _client(not is_loopback(base_url), base_url=base_url,
+                   timeout=httpx.Timeout(timeout, connect=min(CONNECT_S * 5, timeout)))
 
 
 def probe(url: str, deadline_s: float = 2.0) -> int | None:
@@ -55,8 +71,8 @@ def probe(url: str, deadline_s: float = 2.0) -> int | None:
 
     def ask() -> None:
         try:
-            with httpx.Client(trust_env=not is_loopback(url), follow_redirects=False,
-                              timeout=httpx.Timeout(deadline_s, connect=min(CONNECT_S, deadline_s))) as c:
+            with _client(not is_loopback(url),
+                         timeout=httpx.Timeout(deadline_s, connect=min(CONNECT_S, deadline_s))) as c:
                 with c.stream("GET", url) as resp:  # the body is never read
                     result[0] = resp.status_code
         except (httpx.HTTPError, ValueError, OSError):

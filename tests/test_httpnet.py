@@ -86,3 +86,27 @@ def test_a_dripping_endless_body_does_not_hold_the_probe(server, tmp_path):
     t.start()
     t.join(15)  # httpx.get read the 6 GiB body a byte a second, past any timeout
     assert done == [0]
+
+
+def test_probes_and_clients_read_the_ca_bundle_once_a_process(server, monkeypatch):
+    """Each httpx.Client built its own TLS context, reading and parsing the CA bundle (~20 ms of CPU): a probe
+    made one every time (`http.wait` polls), and so did each SGLang client and metrics scrape. Now one a
+    process for each proxy setting (loopback: the environment is not trusted)."""
+    import ssl
+
+    from eagle_console import httpnet
+
+    loads: list[object] = []
+    real = ssl.SSLContext.load_verify_locations
+
+    def counted(self, *args, **kwargs):
+        loads.append(args or kwargs)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", counted)
+    for _ in range(3):
+        assert probe(f"{server}/health") == 200
+        with httpnet.client(server, 5.0) as c:
+            assert c.get("/health").status_code == 200
+        httpnet.client("http://10.0.0.1:9", 1.0).close()  # not loopback: the environment's settings count
+    assert len(loads) <= 2  # none if this process made both already; 9 before
