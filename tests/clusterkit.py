@@ -87,8 +87,15 @@ def ray_cluster():
 
 
 def stop_shared_cluster() -> None:
+    from eagle_console.cluster.keptdriver import stop_kept
+
     while _SHARED:
         cluster = _SHARED.pop()
+        if RUNTIME is not None:
+            # before their cluster: a kept driver whose GCS is gone spins in Ray's error-listener thread at a
+            # full core until its next probe finds the port refused (up to 5 s, cluster/driverserve.py), while
+            # the rest of the suite runs; any test after this one gets a fresh driver, as after any driver's end
+            stop_kept(RUNTIME / "eagle-console")
         cluster.stop()
         shutil.rmtree(cluster.root, ignore_errors=True)
 
