@@ -86,18 +86,32 @@ def ray_cluster():
     return _SHARED[0]
 
 
-def stop_shared_cluster() -> None:
+def _stop_kept_drivers() -> None:
+    """Before their cluster: a kept driver whose GCS is gone spins in Ray's error-listener thread at a full core
+    until its next probe finds the port refused (up to 5 s, cluster/driverserve.py), while the rest of the suite
+    runs; a test after this gets a fresh driver, as after any driver's end."""
     from eagle_console.cluster.keptdriver import stop_kept
 
+    if RUNTIME is not None:
+        stop_kept(RUNTIME / "eagle-console")
+
+
+def stop_shared_cluster() -> None:
     while _SHARED:
         cluster = _SHARED.pop()
-        if RUNTIME is not None:
-            # before their cluster: a kept driver whose GCS is gone spins in Ray's error-listener thread at a
-            # full core until its next probe finds the port refused (up to 5 s, cluster/driverserve.py), while
-            # the rest of the suite runs; any test after this one gets a fresh driver, as after any driver's end
-            stop_kept(RUNTIME / "eagle-console")
+        _stop_kept_drivers()
         cluster.stop()
         shutil.rmtree(cluster.root, ignore_errors=True)
+
+
+def take_shared_cluster(cluster):
+    """`cluster` (the session's, from `ray_cluster`) is the caller's now, to stop itself: a test of the stop
+    takes the cluster the `ray` group's tests used instead of starting one more (~10 CPU-s); it runs last in
+    the group (file order), and a test after it that asks for `ray_cluster` gets a new one. The session's kept
+    drivers are stopped first, as stop_shared_cluster does."""
+    _SHARED.remove(cluster)
+    _stop_kept_drivers()
+    return cluster
 
 
 @pytest.hookimpl(trylast=True)  # after the item's own fixtures are torn down

@@ -1,19 +1,20 @@
 """A local cluster's stop (cluster/local.py, what `demo --nodes` and the tests' clusters end with): each node's
-`ray start` takes its node down, the other nodes before the head, and nothing is left to SIGKILL."""
+`ray start` takes its node down, the other nodes before the head, and nothing is left to SIGKILL. The cluster
+is the one the `ray` group's tests used (their jobs, agents and drivers ran on it), taken over at its end."""
 
 from __future__ import annotations
 
+import shutil
+
 import psutil
-from clusterkit import needs_ray, start_retrying
+from clusterkit import needs_ray, take_shared_cluster
 
 
 @needs_ray
-def test_stop_has_each_ray_start_take_its_node_down_and_kills_nothing(tmp_path, monkeypatch):
+def test_stop_has_each_ray_start_take_its_node_down_and_kills_nothing(ray_cluster, monkeypatch):
     """Before: SIGTERM to every Ray process at once; the raylets and the GCS waited on each other (none gone
-    15 s later), so every stop ended in SIGKILL after its 5 s grace (8 processes of this cluster)."""
-    from eagle_console.cluster import start_local_cluster
-
-    cluster = start_retrying(lambda: start_local_cluster(tmp_path, {"a": None, "b": None}))
+    15 s later), so every stop ended in SIGKILL after its 5 s grace (8 processes of a two-node cluster)."""
+    cluster = take_shared_cluster(ray_cluster)
     sigkilled: list[str] = []
     kill = psutil.Process.kill
 
@@ -28,6 +29,7 @@ def test_stop_has_each_ray_start_take_its_node_down_and_kills_nothing(tmp_path, 
         killed = cluster.stop()
     finally:
         cluster.stop()
+        shutil.rmtree(cluster.root, ignore_errors=True)
     assert sigkilled == []
     assert killed == []
     left = [pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
