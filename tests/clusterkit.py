@@ -24,9 +24,13 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 import pytest
+
+if TYPE_CHECKING:
+    from eagle_console.cluster.local import LocalCluster
 
 HAVE_RAY = importlib.util.find_spec("ray") is not None
 RUNTIME: Path | None = None  # the session's XDG_RUNTIME_DIR (pytest_configure)
@@ -104,7 +108,7 @@ def stop_shared_cluster() -> None:
         shutil.rmtree(cluster.root, ignore_errors=True)
 
 
-def take_shared_cluster(cluster):
+def take_shared_cluster(cluster: LocalCluster) -> LocalCluster:
     """`cluster` (the session's, from `ray_cluster`) is the caller's now, to stop itself: a test of the stop
     takes the cluster the `ray` group's tests used instead of starting one more (~10 CPU-s); it runs last in
     the group (file order), and a test after it that asks for `ray_cluster` gets a new one. The session's kept
