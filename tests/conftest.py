@@ -144,10 +144,14 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     given = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS", "")
     if given.isdigit() and int(given) > 0:
         return int(given)
-    return WORKERS_PER_CORE * (os.cpu_count() or 1)
+    return min(MAX_WORKERS, WORKERS_PER_CORE * (os.cpu_count() or 1))
 
 
-WORKERS_PER_CORE = 2
+# Three per core: the Ray and two-host groups hold four workers from the start while they mostly wait on Ray's
+# timeouts; with four workers on 2 cores the cores were idle 82-88 s of a ~320 s run, with six 14-16 s of a
+# 270-296 s one (docs/packaging.md). More than MAX_WORKERS only adds idle interpreters (and their memory).
+WORKERS_PER_CORE = 3
+MAX_WORKERS = 16
 
 
 @pytest.fixture
