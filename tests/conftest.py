@@ -34,6 +34,33 @@ def pytest_configure(config: pytest.Config) -> None:
     worker let go to PID 1 on purpose (tmux's server, and so the orphans of a job in its terminal)."""
     if os.environ.get("PYTEST_XDIST_WORKER") or not getattr(config.option, "numprocesses", None):
         reaperkit.become_subreaper()
+        _remember_drafter_tensors()
+
+
+def _remember_drafter_tensors() -> None:
+    """The demo's drafter weights are random normals from a fixed seed (eagle_console/sim/drafters.py): the
+    same arrays for the same config, target ids and seed. A test process makes each set once instead of in
+    every test that builds a demo or a drafter (py-spy: ~7 % of the workers' samples). The arrays are made
+    read-only, so a test that edited one in place would fail instead of changing another test's drafter;
+    each call gets a dict of its own (callers drop keys). A CLI process (`demo`) still makes its own."""
+    import json
+
+    from eagle_console.sim import drafters
+
+    made: dict[tuple[str, bytes, int], dict] = {}
+    make = drafters.draft_tensors
+
+    def draft_tensors(cfg: dict, target_ids, seed: int = 0) -> dict:  # noqa: ANN001 (an id list or array)
+        import numpy as np
+
+        key = (json.dumps(cfg, sort_keys=True), np.asarray(target_ids, dtype=np.int64).tobytes(), seed)
+        if key not in made:
+            made[key] = make(cfg, target_ids, seed)
+            for value in made[key].values():
+                (value[0] if isinstance(value, tuple) else value).flags.writeable = False
+        return dict(made[key])
+
+    drafters.draft_tensors = draft_tensors
 
 
 # --- pytest-xdist: `pytest -n auto` (the README's command) ---------------------------------------------------
