@@ -1,12 +1,51 @@
 """A free TCP port on loopback, for what this machine starts itself (the demo's server, a local Ray
-cluster). Another process may take it before it is bound again: callers that can retry do."""
+cluster). Another process may take it before it is bound again: callers that can retry do.
+
+The port is drawn at random from below the kernel's ephemeral range (net.ipv4.ip_local_port_range,
+32768-60999 by default) and above Ray's default worker ports (10002-19999). A port that `bind(("", 0))`
+returns lies inside that range, where the kernel also hands out the local port of every outgoing
+connection: on a busy node (Ray's gRPC, HTTP clients) one of those took a port between its pick and the
+server's bind. Below the range only another explicit bind can take it, and a random draw makes two pickers
+at the same moment unlikely to choose alike (the kernel's own pick may return a just-released port again)."""
 
 from __future__ import annotations
 
+import secrets
 import socket
+from pathlib import Path
+
+# `ray start`'s default --min-worker-port/--max-worker-port are 10002/19999 (ray/scripts/scripts.py, Ray 2.60.0).
+FLOOR = 20000
+RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+TRIES = 64
 
 
-def free_port() -> int:
+def ephemeral_range(path: Path = RANGE_FILE) -> tuple[int, int]:
+    """The kernel's range for outgoing connections' local ports; Linux's default when it cannot be read."""
+    try:
+        low, high = (int(x) for x in path.read_text().split()[:2])
+    except (OSError, ValueError):
+        return 32768, 60999
+    return low, high
+
+
+def free_port(range_file: Path = RANGE_FILE) -> int:
+    low, _high = ephemeral_range(range_file)
+    span = low - FLOOR
+    if span > 0:  # a host that opened its whole port space to outgoing connections leaves no room: bind 0
+        for _ in range(TRIES):
+            port = FLOOR + secrets.randbelow(span)
+            if _bindable(port):
+                return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True

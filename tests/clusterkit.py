@@ -55,7 +55,7 @@ def start_cluster():
         raise
 
 
-# A free port is picked by binding port 0 and closing it (eagle_console/ports.py): another process, or a
+# A free port is picked by a bind test and closed again (eagle_console/ports.py): another process, or a
 # second pick of the same start, can have it before Ray binds it. `ray start` then fails with one of these.
 PORT_TAKEN = ("address already in use", "is trying to use a port number")
 

@@ -3,19 +3,12 @@
 from __future__ import annotations
 
 import json
-import socket
 import sys
 from pathlib import Path
 
 from enginekit import write_plan
 
 from eagle_console.sim import gpustate
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def make_nodes(root: Path, interfaces: dict[str, list[str]] | None = None,

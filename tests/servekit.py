@@ -47,11 +47,6 @@ def chromium_binary() -> str | None:
     return None
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def wait_for_port(port: int, proc: subprocess.Popen, deadline_s: float = 60.0) -> None:
     end = time.monotonic() + deadline_s

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 
@@ -13,17 +12,13 @@ from enginekit import engine_for, session_pids, wait_for, write_plan
 
 from eagle_console.journal import Refused
 from eagle_console.ops import steps
+from eagle_console.ports import free_port
 
 
 @pytest.fixture(autouse=True)
 def _short_grace(monkeypatch):
     monkeypatch.setenv("EAGLE_CONSOLE_KILL_GRACE", "1")
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_success_records_exit_results_and_log(tmp_path):

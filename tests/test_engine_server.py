@@ -13,6 +13,7 @@ import sys
 import pytest
 from enginekit import engine_for, session_pids, write_plan
 
+from eagle_console.ports import free_port
 from eagle_console.sim import gpustate
 
 
@@ -21,11 +22,7 @@ def server_plan(tmp_path, monkeypatch):
     monkeypatch.setenv("EAGLE_CONSOLE_KILL_GRACE", "3")
     sim = tmp_path / "sim"
     gpustate.create_node(sim)
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     python = f"{sys.executable} -m eagle_console.sim.sglang_server"
     path = write_plan(tmp_path, f"""
         [vars]

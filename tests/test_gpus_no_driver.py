@@ -16,6 +16,7 @@ import sys
 import pytest
 from enginekit import engine_for, write_plan
 
+from eagle_console.ports import free_port
 from eagle_console.processes import stop_session
 
 
@@ -94,11 +95,7 @@ def test_run_of_a_gpu_kill_step_without_backend_exits_1(tmp_path, no_gpus):
 def test_server_rollback_without_backend_fails_instead_of_passing_unseen(tmp_path, no_gpus):
     """sglang.server's undo said "no GPU backend here; not waiting for memory release" and rolled back."""
     env, reason = no_gpus
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     path = write_plan(tmp_path, f"""
         [env]
         EAGLE_SIM_STARTUP_S = "0.5"

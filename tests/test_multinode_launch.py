@@ -14,8 +14,9 @@ import sys
 
 import pytest
 from enginekit import engine_for, wait_for
-from multinodekit import free_port, make_nodes, multinode_plan
+from multinodekit import make_nodes, multinode_plan
 
+from eagle_console.ports import free_port
 from eagle_console.processes import alive
 from eagle_console.sglang.multinode_run import load_ranks
 from eagle_console.sim import gpustate

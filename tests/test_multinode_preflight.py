@@ -10,8 +10,9 @@ import subprocess
 import sys
 
 from enginekit import engine_for
-from multinodekit import free_port, make_nodes, multinode_plan
+from multinodekit import make_nodes, multinode_plan
 
+from eagle_console.ports import free_port
 from eagle_console.sglang.multinode import (
     NodeFacts,
     dist_init_addr,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 
@@ -24,6 +23,7 @@ from diskkit import fill, mount_tmpfs
 from enginekit import wait_for, write_plan
 
 from eagle_console.journal import Journal
+from eagle_console.ports import free_port
 from eagle_console.processes import alive, stop_session
 from eagle_console.sim import gpustate
 
@@ -146,9 +146,7 @@ def test_a_service_ready_on_a_full_disk_stays_tracked(tmp_path, small_disk, requ
     state = state_with_logs_apart(small_disk, request)
     sim = tmp_path / "sim"
     gpustate.create_node(sim)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     gate = tmp_path / "gated-python"  # the server starts once the test has filled the disk
     gate.write_text(f"#!/bin/bash\nwhile [ ! -e {tmp_path}/go ]; do sleep 0.05; done\nexec {sys.executable} \"$@\"\n")
     gate.chmod(0o755)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 
@@ -17,6 +16,7 @@ import pytest
 from enginekit import engine_for, session_pids, wait_for, write_plan
 
 from eagle_console.engine.rollback import rollback_outcome, start_rollback
+from eagle_console.ports import free_port
 from eagle_console.processes import alive, stop_session
 from eagle_console.sim import gpustate
 
@@ -25,11 +25,6 @@ from eagle_console.sim import gpustate
 def _short_grace(monkeypatch):
     monkeypatch.setenv("EAGLE_CONSOLE_KILL_GRACE", "2")
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_rollback_of_a_running_builtin_stops_it_first(tmp_path):

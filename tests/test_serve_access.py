@@ -12,8 +12,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from servekit import TOKEN, free_port, served
+from servekit import TOKEN, served
 
+from eagle_console.ports import free_port
 from eagle_console.serve.access import Access, AccessError, host_of, is_loopback, redact, same_origin
 
 PLAN = '[plan]\nid = "srv"\ntitle = "served"\n\n[[phase]]\nid = "p"\ntitle = "P"\n  [[phase.step]]\n  id = "p.1"\n' \

@@ -13,7 +13,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from servekit import TOKEN, DevTools, chromium, chromium_binary, free_port, served
+from servekit import TOKEN, DevTools, chromium, chromium_binary, served
+
+from eagle_console.ports import free_port
 
 pytest.importorskip("textual_serve", reason="the `serve` extra is not installed: pip install '.[serve]'")
 CHROMIUM = chromium_binary()

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from servekit import TOKEN, as_user, free_port, local_user, python_for, raw_request, served, status_of
+from servekit import TOKEN, as_user, local_user, python_for, raw_request, served, status_of
+
+from eagle_console.ports import free_port
 
 pytest.importorskip("textual_serve", reason="the `serve` extra is not installed: pip install '.[serve]'")
 

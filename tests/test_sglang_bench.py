@@ -10,7 +10,7 @@ import sys
 
 import psutil
 import pytest
-from test_sim_server import free_port, start_server, wait_gone, wait_ready
+from test_sim_server import start_server, wait_gone, wait_ready
 
 from eagle_console.engine.builtins.base import ActionContext, BuiltinError
 from eagle_console.engine.builtins.sglang_bench import SglangBench
@@ -18,6 +18,7 @@ from eagle_console.engine.builtins.sglang_server import SglangServer
 from eagle_console.engine.runner import builtin_call
 from eagle_console.figures import format_value
 from eagle_console.plan.model import Action, Plan, Step
+from eagle_console.ports import free_port
 from eagle_console.sglang.bench import load_prompts, run_bench
 from eagle_console.sglang.client import ServerError, accept_length_from_info
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ import httpx
 import psutil
 import pytest
 
+from eagle_console.ports import free_port
 from eagle_console.processes import open_live
 from eagle_console.sglang.client import SglangClient, accept_length_from_info
 from eagle_console.sim import gpustate
@@ -23,11 +23,6 @@ from eagle_console.sim.server_logs import nccl_lines
 SPEC_FLAGS = ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "/models/k25-eagle3",
               "--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"]
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass

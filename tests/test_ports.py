@@ -1,0 +1,63 @@
+"""free_port picks where no outgoing connection can take the port before the server binds it.
+
+CI failed once on `test_model_too_big_for_the_cards_fails_like_sglang`: the sim server found its port
+("Address already in use") taken between the test's pick (bind port 0) and its own bind; the kernel hands
+out the local ports of outgoing connections from the same range as bind(0), and six test workers make
+many."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+from eagle_console import ports
+
+
+def test_the_port_is_free_and_outside_the_kernels_range_for_outgoing_connections():
+    low, high = ports.ephemeral_range()
+    picked = {ports.free_port() for _ in range(50)}
+    assert all(ports.FLOOR <= p < low for p in picked), sorted(picked)
+    assert len(picked) > 40  # drawn at random: two pickers at one moment rarely agree
+    with socket.socket() as s:  # free: a server can bind it
+        s.bind(("127.0.0.1", picked.pop()))
+
+
+def test_an_outgoing_connection_never_gets_a_picked_port():
+    """What took the port in CI: the local port of a connection lies in the ephemeral range."""
+    low, high = ports.ephemeral_range()
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", ports.free_port()))
+        server.listen(8)
+        clients = [socket.create_connection(server.getsockname()) for _ in range(8)]
+        try:
+            local = [c.getsockname()[1] for c in clients]
+        finally:
+            for c in clients:
+                c.close()
+    assert all(low <= p <= high for p in local), local
+
+
+def test_a_taken_port_is_not_picked(tmp_path: Path):
+    """A range that leaves one candidate, taken by a listener: the pick falls back to the kernel's."""
+    range_file = tmp_path / "range"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", ports.FLOOR))
+        taken.listen(1)
+        range_file.write_text(f"{ports.FLOOR + 1}\t60999\n")
+        port = ports.free_port(range_file)
+    assert port != ports.FLOOR
+    assert port >= ports.FLOOR + 1
+
+
+def test_a_host_with_no_room_below_its_range_gets_the_kernels_pick(tmp_path: Path):
+    range_file = tmp_path / "range"
+    range_file.write_text("1024\t65535\n")
+    port = ports.free_port(range_file)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", port))
+
+
+def test_an_unreadable_range_is_linuxs_default(tmp_path: Path):
+    assert ports.ephemeral_range(tmp_path / "missing") == (32768, 60999)
+    (tmp_path / "bad").write_text("not numbers\n")
+    assert ports.ephemeral_range(tmp_path / "bad") == (32768, 60999)
