@@ -4,6 +4,7 @@ is the one the `ray` group's tests used (their jobs, agents and drivers ran on i
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 
 import psutil
@@ -23,8 +24,8 @@ def test_stop_has_each_ray_start_take_its_node_down_and_kills_nothing(ray_cluste
         return kill(self)
 
     try:
-        pids = cluster.pids()
-        assert {"raylet", "gcs_server"} <= {psutil.Process(pid).name() for pid in pids}
+        procs = live(cluster.pids())
+        assert {"raylet", "gcs_server"} <= {p.name() for p in procs}
         monkeypatch.setattr(psutil.Process, "kill", seen)
         killed = cluster.stop()
     finally:
@@ -32,5 +33,23 @@ def test_stop_has_each_ray_start_take_its_node_down_and_kills_nothing(ray_cluste
         shutil.rmtree(cluster.root, ignore_errors=True)
     assert sigkilled == []
     assert killed == []
-    left = [pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
-    assert left == []
+    assert [p.pid for p in procs if running(p)] == []
+
+
+def live(pids: list[int]) -> list[psutil.Process]:
+    """The processes of `pids` still there: a Ray worker may end between the listing and the look (a race that
+    failed this test once). is_running() later compares create times, so a reused pid is not taken for one."""
+    procs = []
+    for pid in pids:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            proc = psutil.Process(pid)
+            proc.name()  # cached now: asked again after the stop, it would fail for a process gone
+            procs.append(proc)
+    return procs
+
+
+def running(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
