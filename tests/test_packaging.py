@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from pathlib import Path
 from typing import Any
@@ -40,14 +41,24 @@ def requirements(texts: list[str]) -> dict[str, Requirement]:
     return {Requirement(t).name: Requirement(t) for t in texts}
 
 
-def third_party_imports() -> set[str]:
-    names: set[str] = set()
+@functools.lru_cache(maxsize=1)
+def top_level_imports() -> dict[Path, frozenset[str]]:
+    """Each module of the package -> the top-level names it imports (absolute imports, functions included).
+    Parsed once a test process: the package is ~200 files, and three tests read it."""
+    found: dict[Path, frozenset[str]] = {}
     for path in PACKAGE.rglob("*.py"):
+        names: set[str] = set()
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 names.update(a.name.split(".")[0] for a in node.names)
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names.add(node.module.split(".")[0])
+        found[path] = frozenset(names)
+    return found
+
+
+def third_party_imports() -> set[str]:
+    names = set().union(*top_level_imports().values())
     stdlib = set(sys.stdlib_module_names) | {"tomllib"}
     return {n for n in names if n not in stdlib and n != "eagle_console"} - OPTIONAL - SERVE_ONLY - AGENT_ONLY
 
@@ -78,11 +89,7 @@ def test_the_agent_extra_declares_what_the_mcp_server_imports() -> None:
     (req,) = agent.values()
     assert any(s.operator == ">=" for s in req.specifier) and not req.specifier.contains("3.0.0"), req
     # only the server module imports the SDK: the rest of eagle_console.mcp (tools, bounds) runs without it
-    for path in PACKAGE.rglob("*.py"):
-        imports = {a.name.split(".")[0] for node in ast.walk(ast.parse(path.read_text()))
-                   if isinstance(node, ast.Import) for a in node.names}
-        imports |= {node.module.split(".")[0] for node in ast.walk(ast.parse(path.read_text()))
-                    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module}
+    for path, imports in top_level_imports().items():
         if path != PACKAGE / "mcp" / "server.py":
             assert "mcp" not in imports, f"{path} imports the agent extra"
 

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import httpx
+import httpkit
 import pytest
 from servekit import TOKEN, served
 
@@ -66,17 +66,17 @@ def test_off_loopback_a_request_without_the_token_is_refused(plan: Path) -> None
     port, token = free_port(), "s3cret-token-123"
     with served([str(plan), "--host", "0.0.0.0"], port, token=token):
         base = f"http://127.0.0.1:{port}"
-        assert httpx.get(f"{base}/").status_code == 401
-        assert httpx.get(f"{base}/?token=wrong-token-0").status_code == 401
-        assert httpx.get(f"{base}/static/js/textual.js").status_code == 401
-        assert httpx.get(f"{base}/ws").status_code == 401  # no console is started for a stranger
+        assert httpkit.get(f"{base}/").status_code == 401
+        assert httpkit.get(f"{base}/?token=wrong-token-0").status_code == 401
+        assert httpkit.get(f"{base}/static/js/textual.js").status_code == 401
+        assert httpkit.get(f"{base}/ws").status_code == 401  # no console is started for a stranger
         # the token once in the URL: a cookie, and the address bar without it
-        first = httpx.get(f"{base}/?token={token}&fontsize=14")
+        first = httpkit.get(f"{base}/?token={token}&fontsize=14")
         assert first.status_code == 302 and "token" not in first.headers["location"]
         assert first.cookies.get("eagle_console_token") == token
-        page = httpx.get(f"{base}{first.headers['location']}", cookies=first.cookies)
+        page = httpkit.get(f"{base}{first.headers['location']}", cookies=first.cookies)
         assert page.status_code == 200 and "textual-terminal" in page.text
-        assert httpx.get(f"{base}/", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+        assert httpkit.get(f"{base}/", headers={"Authorization": f"Bearer {token}"}).status_code == 200
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "0.0.0.0"])
@@ -85,11 +85,11 @@ def test_a_generated_token_is_printed_in_the_url_and_required(plan: Path, host: 
     port = free_port()
     with served([str(plan), "--host", host], port, token=None) as proc:
         base = f"http://127.0.0.1:{port}"
-        assert httpx.get(f"{base}/").status_code == 401
+        assert httpkit.get(f"{base}/").status_code == 401
         # the URL is on the first line, printed at startup
         found = re.search(r"\?token=([\w-]+)", proc.stdout.readline())
         assert found
-        assert httpx.get(f"{base}/", headers={"Authorization": f"Bearer {found.group(1)}"}).status_code == 200
+        assert httpkit.get(f"{base}/", headers={"Authorization": f"Bearer {found.group(1)}"}).status_code == 200
     assert ("listening off loopback" in proc.stdout.read()) == (host == "0.0.0.0")
 
 
@@ -99,12 +99,12 @@ def test_loopback_refuses_a_foreign_host_or_origin(plan: Path) -> None:
     bearer = {"Authorization": f"Bearer {TOKEN}"}
     with served([str(plan)], port):
         base = f"http://127.0.0.1:{port}"
-        page = httpx.get(f"{base}/", headers=bearer)
+        page = httpkit.get(f"{base}/", headers=bearer)
         assert page.status_code == 200
         assert f"ws://127.0.0.1:{port}/ws" in page.text  # the page's URLs name the address the browser used
-        assert httpx.get(f"{base}/", headers={"Host": "rebound.example", **bearer}).status_code == 403
-        assert httpx.get(f"{base}/", headers={"Origin": "http://evil.example", **bearer}).status_code == 403
-        assert httpx.get(f"http://localhost:{port}/", headers=bearer).status_code == 200
+        assert httpkit.get(f"{base}/", headers={"Host": "rebound.example", **bearer}).status_code == 403
+        assert httpkit.get(f"{base}/", headers={"Origin": "http://evil.example", **bearer}).status_code == 403
+        assert httpkit.get(f"http://localhost:{port}/", headers=bearer).status_code == 200
 
 
 def test_without_the_extra_it_says_how_to_install_it(plan: Path) -> None:

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
+import httpkit
 import pytest
 from servekit import TOKEN, as_user, local_user, python_for, raw_request, served, status_of
 
@@ -74,15 +74,15 @@ def test_another_local_user_gets_no_console_on_loopback(plan: Path, stranger: st
         assert out.returncode == 0, out.stderr
         assert json.loads(out.stdout) == {"page": 401, "console": 401, "guessed": 401}
         # the operator, with the token, still gets one
-        owner = httpx.get(f"http://127.0.0.1:{port}/", headers={"Authorization": f"Bearer {TOKEN}"})
+        owner = httpkit.get(f"http://127.0.0.1:{port}/", headers={"Authorization": f"Bearer {TOKEN}"})
         assert owner.status_code == 200
 
 
 def test_the_token_is_not_in_ps_for_another_user(plan: Path, stranger: str, tmp_path: Path) -> None:
     port = free_port()
     with served([str(plan)], port) as proc:  # the token in EAGLE_CONSOLE_TOKEN, as docs/cli.md says
-        assert httpx.get(f"http://127.0.0.1:{port}/", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
-        assert httpx.get(f"http://127.0.0.1:{port}/").status_code == 401
+        assert httpkit.get(f"http://127.0.0.1:{port}/", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+        assert httpkit.get(f"http://127.0.0.1:{port}/").status_code == 401
         seen = as_user(stranger, ["ps", "-eo", "pid,args"])
         assert seen.returncode == 0, seen.stderr
         assert f"{proc.pid} " in seen.stdout and "serve" in seen.stdout  # they do see the server
@@ -146,8 +146,8 @@ def test_a_token_file_must_be_private(plan: Path, tmp_path: Path) -> None:
     port = free_port()
     with served([str(plan), "--token-file", str(token_file)], port, token=None) as proc:
         base = f"http://127.0.0.1:{port}"
-        assert httpx.get(f"{base}/", headers={"Authorization": "Bearer file-token-0c4b9e"}).status_code == 200
-        assert httpx.get(f"{base}/").status_code == 401
+        assert httpkit.get(f"{base}/", headers={"Authorization": "Bearer file-token-0c4b9e"}).status_code == 200
+        assert httpkit.get(f"{base}/").status_code == 401
     assert "file-token-0c4b9e" not in proc.stdout.read()  # a given token is never printed
 
 
@@ -155,9 +155,9 @@ def test_the_access_log_has_no_token(plan: Path) -> None:
     port = free_port()
     with served([str(plan)], port) as proc:
         base = f"http://127.0.0.1:{port}"
-        first = httpx.get(f"{base}/?token={TOKEN}&fontsize=12")  # the cookie is set, the address bar loses it
-        page = httpx.get(f"{base}/?fontsize=12", cookies=first.cookies, headers={"Referer": f"{base}/?token={TOKEN}"})
-        static = httpx.get(f"{base}/static/css/xterm.css?token={TOKEN}")
+        first = httpkit.get(f"{base}/?token={TOKEN}&fontsize=12")  # the cookie is set, the address bar loses it
+        page = httpkit.get(f"{base}/?fontsize=12", cookies=first.cookies, headers={"Referer": f"{base}/?token={TOKEN}"})
+        static = httpkit.get(f"{base}/static/css/xterm.css?token={TOKEN}")
     out = proc.stdout.read()
     assert TOKEN not in out
     assert (first.status_code, page.status_code, static.status_code) == (302, 200, 200)
@@ -192,9 +192,9 @@ def test_an_origin_on_another_loopback_port_is_refused(plan: Path) -> None:
         base = f"http://127.0.0.1:{port}"
         # a page on 127.0.0.1:OTHER is same-site to the browser (it sends the cookie), not same-origin
         for path, extra in (("/", {}), ("/ws", WS_HEADERS)):
-            refused = httpx.get(f"{base}{path}", headers={**bearer, **extra, "Origin": f"http://127.0.0.1:{other}"})
+            refused = httpkit.get(f"{base}{path}", headers={**bearer, **extra, "Origin": f"http://127.0.0.1:{other}"})
             assert (path, refused.status_code) == (path, 403)
-        assert httpx.get(f"{base}/", headers={**bearer, "Origin": base}).status_code == 200
+        assert httpkit.get(f"{base}/", headers={**bearer, "Origin": base}).status_code == 200
 
 
 async def open_consoles(port: int, count: int, close: bool = True) -> tuple[list, object]:
@@ -244,7 +244,7 @@ def test_consoles_beyond_the_default_limit_are_refused(plan: Path) -> None:
         end, status = time.monotonic() + 120, None
         while status != 200 and time.monotonic() < end:
             time.sleep(0.2)
-            status = httpx.get(f"http://127.0.0.1:{port}/", headers={"Authorization": f"Bearer {TOKEN}"}).status_code
+            status = httpkit.get(f"http://127.0.0.1:{port}/", headers={"Authorization": f"Bearer {TOKEN}"}).status_code
         assert status == 200
 
 

@@ -157,7 +157,7 @@ def test_flush_while_a_request_runs_waits_like_bench_serving(server):
     (benchmark/serving.py:1011-1032). A flush right after the warm-up must not lose that race."""
     import threading
 
-    import httpx
+    import httpkit
 
     from eagle_console.sglang.client import SglangClient
 
@@ -172,7 +172,7 @@ def test_flush_while_a_request_runs_waits_like_bench_serving(server):
         worker.start()
         try:
             assert started.wait(30)
-            bare = httpx.post(f"{server.url}/flush_cache", timeout=30)  # upstream without a timeout
+            bare = httpkit.post(f"{server.url}/flush_cache", timeout=30)  # upstream without a timeout
             assert bare.status_code == 400
             with SglangClient(server.url) as c:
                 assert c.flush_cache() is True  # waits for the running request, then flushes
@@ -180,5 +180,5 @@ def test_flush_while_a_request_runs_waits_like_bench_serving(server):
             assert not worker.is_alive()  # the flush waited for it, it was not cut short
         finally:
             worker.join(60)
-    late = httpx.post(f"{server.url}/flush_cache", params={"timeout": -1}, timeout=30)
+    late = httpkit.post(f"{server.url}/flush_cache", params={"timeout": -1}, timeout=30)
     assert late.status_code == 422  # FastAPI's Query(ge=0.0)

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
+import httpkit
 import psutil
 import pytest
 
@@ -191,7 +191,7 @@ def test_generate_plain_and_streamed(tp8):
     assert chunks[-1].data["text"].startswith(chunks[0].data["text"])
     # the raw stream is SSE ending in [DONE]
     body = {"text": "hi", "stream": True, "sampling_params": {"max_new_tokens": 5}}
-    raw = httpx.post(f"{tp8.url}/generate", json=body, timeout=30).text
+    raw = httpkit.post(f"{tp8.url}/generate", json=body, timeout=30).text
     events = [e for e in raw.split("\n\n") if e]
     assert all(e.startswith("data: ") for e in events) and events[-1] == "data: [DONE]"
 
@@ -207,9 +207,9 @@ def test_info_endpoints_and_decode_lines(tp8):
     assert info["internal_states"][0]["avg_spec_accept_length"] == accept
     assert info["tp_size"] == 8 and info["speculative_algorithm"] == "EAGLE3"
     assert model["model_path"] == "/models/Kimi-K2.5" and model["is_generation"] is True
-    models = httpx.get(f"{tp8.url}/v1/models").json()
+    models = httpkit.get(f"{tp8.url}/v1/models").json()
     assert models["data"][0]["id"] == "/models/Kimi-K2.5"
-    assert httpx.get(f"{tp8.url}/nope").status_code == 404
+    assert httpkit.get(f"{tp8.url}/nope").status_code == 404
     decode = [ln for ln in tp8.text().splitlines() if "Decode batch" in ln]
     assert decode and all(" TP0] Decode batch, #running-req: " in ln and "accept len: " in ln for ln in decode)
     assert "gen throughput (token/s): " in decode[-1]
