@@ -41,6 +41,11 @@ class Approval(NamedTuple):
     decided_at: float | None = None
     note: str | None = None
     outcome: dict[str, Any] | None = None  # approval_done's data, once the approval was carried out
+    # the process that decided and carries it out, and its host: if it dies before approval_done, a reader
+    # on that host can tell (ops/approvals.py settle_if_approver_gone) instead of waiting forever
+    decided_pid: int | None = None
+    decided_ctime: float | None = None
+    decided_host: str | None = None
 
     @property
     def open(self) -> bool:
@@ -98,7 +103,9 @@ def fold(events: Iterable[Event]) -> dict[int, Approval]:
             continue
         if e.kind == EventKind.APPROVAL_DECIDED and req.open:
             out[req.id] = req._replace(status=APPROVED if d.get("decision") == APPROVED else DENIED,
-                                       decided_by=e.who, decided_face=e.face, decided_at=e.at, note=d.get("note"))
+                                       decided_by=e.who, decided_face=e.face, decided_at=e.at, note=d.get("note"),
+                                       decided_pid=d.get("pid"), decided_ctime=d.get("pid_ctime"),
+                                       decided_host=d.get("host"))
         elif e.kind == EventKind.APPROVAL_DONE and req.outcome is None:
             out[req.id] = req._replace(outcome=dict(d))
     return out

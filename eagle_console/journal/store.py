@@ -8,6 +8,8 @@ run on one step start it once. UPDATE and DELETE are refused by triggers: histor
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
 import threading
 import time
@@ -495,11 +497,13 @@ class Journal:
     def decide_approval(self, request_id: int, approve: bool, note: str | None = None) -> None:
         """Approve or deny a request, once: Refused when it is unknown or somebody decided it first."""
         from eagle_console.journal import approvals
+        from eagle_console.processes import create_time
 
         with self._tx() as conn:
             target = approvals.check_undecided(conn, request_id)
             self._insert(conn, EventKind.APPROVAL_DECIDED, target, request_id, self._who(None),
-                         decision=approvals.APPROVED if approve else approvals.DENIED, note=note or None)
+                         decision=approvals.APPROVED if approve else approvals.DENIED, note=note or None,
+                         pid=os.getpid(), pid_ctime=create_time(os.getpid()), host=socket.gethostname())
 
     def approval_done(self, request_id: int, target: str | None, **outcome: Any) -> int:
         """What carrying out an approved request started (run_id, rollback_id, kill) or why it could not (error)."""

@@ -10,12 +10,13 @@ journal: its server may die meanwhile and the approval still starts the run.
 
 from __future__ import annotations
 
+import socket
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eagle_console.journal import Refused
-from eagle_console.journal.approvals import AWAITING, Approval
+from eagle_console.journal.approvals import APPROVED, AWAITING, Approval
 from eagle_console.ops.hints import NEUTRAL, Hints, refusal_text
 
 if TYPE_CHECKING:
@@ -171,15 +172,52 @@ def kill_requested(journal: Journal, req: Approval, sim_dir: Path | None) -> dic
 
 def wait_settled(journal: Journal, request_id: int, timeout_s: float, poll_s: float = 0.2) -> Approval:
     """The request once it is settled (denied, or approved and carried out), or as it stands after `timeout_s`
-    (still awaiting approval: ask again later). Reads the journal only."""
+    (still awaiting approval: ask again later). Reads the journal; writes only to settle a request whose
+    approver died before it said what the approval started (settle_if_approver_gone)."""
     deadline = time.monotonic() + max(0.0, timeout_s)
     while True:
         req = journal.approval(request_id)
         if req is None:
             raise Refused(f"no request {request_id} in this journal")
+        req = settle_if_approver_gone(journal, req)
         if req.settled or time.monotonic() >= deadline:
             return req
         time.sleep(poll_s)
+
+
+def approver_gone(req: Approval) -> bool:
+    """Approved, its outcome never recorded, and the process that approved it (on this host) is gone: it died
+    while carrying it out (a console closed by force, `approve` killed). Nobody else will record the outcome:
+    without this, an agent waiting on it would be told "approved" with nothing started, for ever."""
+    from eagle_console.processes import alive
+
+    return (req.status == APPROVED and req.outcome is None and req.decided_pid is not None
+            and req.decided_host == socket.gethostname() and not alive(req.decided_pid, req.decided_ctime))
+
+
+def settle_if_approver_gone(journal: Journal, req: Approval) -> Approval:
+    """Record, once, that `req`'s approver died before recording what it started, with what the journal shows
+    it did start (a run of the step, the agent's, begun after the approval); `req` unchanged otherwise."""
+    if not approver_gone(req):
+        return req
+    started: dict[str, Any] = {}
+    if req.action == "run" and req.target:
+        runs = [r for r in journal.runs(req.target)
+                if r.kind == "action" and r.started >= (req.decided_at or 0.0) and r.face == req.asked_face]
+        if runs:
+            started["run_id"] = runs[-1].id
+    if req.action == "run":
+        what = f"run {started['run_id']} had started" if started else f"no run of {req.target} began after it"
+    elif req.action == "kill":
+        what = "it may have signalled some of the processes (see orphans)"
+    else:
+        what = "a rollback it began may still be open (see status)"
+    error = (f"the process that approved it (pid {req.decided_pid}, {req.decider()}) ended before it recorded "
+             f"what the approval started: {what}; ask again if it is still wanted")
+    if not journal.readonly:
+        journal.approval_done(req.id, req.target, error=error, approver_gone=req.decided_pid, **started)
+        return journal.approval(req.id) or req
+    return req._replace(outcome={"error": error, "approver_gone": req.decided_pid, **started})
 
 
 def open_requests(journal: Journal) -> list[Approval]:
@@ -201,6 +239,8 @@ def outcome_text(req: Approval) -> str:
     out = req.outcome or {}
     if req.status == "denied":
         return head + "; nothing was started"
+    if "approver_gone" in out:
+        return f"{head}; but {out['error']}"
     if "error" in out:
         return f"{head}; it could not start: {out['error']}"
     if "run_id" in out:
