@@ -3,19 +3,23 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-mcp = pytest.importorskip(
-    "mcp", reason="the agent extra (the MCP SDK) is not installed: pip install 'eagle-console[agent]'")
-from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
-from mcp.types import Implementation  # noqa: E402
+# Looked up, not imported: every xdist worker collects this module, and importing the SDK (pydantic models,
+# uvicorn) took ~0.6 s of CPU in each; only the worker that runs an agent test imports it (agent() below).
+if importlib.util.find_spec("mcp") is None:
+    pytest.skip("the agent extra (the MCP SDK) is not installed: pip install 'eagle-console[agent]'",
+                allow_module_level=True)
+if TYPE_CHECKING:
+    from mcp import ClientSession
 
 AGENT = "test-agent"  # the client name the journal records as agent:test-agent
 
@@ -44,6 +48,9 @@ class Agent:
 @asynccontextmanager
 async def agent(plan: Path, *flags: str, sim: Path | None = None, name: str = AGENT):
     """`eagle-console mcp PLAN [flags] [--sim SIM]` started over stdio, initialized as client `name`."""
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+    from mcp.types import Implementation
+
     args = ["-m", "eagle_console", "mcp", str(plan), *flags, *(["--sim", str(sim)] if sim else [])]
     params = StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ))
     async with stdio_client(params) as (read, write):
