@@ -10,6 +10,8 @@ import shutil
 import psutil
 from clusterkit import needs_ray, take_shared_cluster
 
+from eagle_console.processes import alive
+
 
 @needs_ray
 def test_stop_has_each_ray_start_take_its_node_down_and_kills_nothing(ray_cluster, monkeypatch):
@@ -33,12 +35,12 @@ def test_stop_has_each_ray_start_take_its_node_down_and_kills_nothing(ray_cluste
         shutil.rmtree(cluster.root, ignore_errors=True)
     assert sigkilled == []
     assert killed == []
-    assert [p.pid for p in procs if running(p)] == []
+    assert [p.pid for p in procs if alive(p.pid, p.create_time())] == []
 
 
 def live(pids: list[int]) -> list[psutil.Process]:
     """The processes of `pids` still there: a Ray worker may end between the listing and the look (a race that
-    failed this test once). is_running() later compares create times, so a reused pid is not taken for one."""
+    failed this test once). Each keeps its create time: a reused pid is not taken for one of them later."""
     procs = []
     for pid in pids:
         with contextlib.suppress(psutil.NoSuchProcess):
@@ -47,9 +49,3 @@ def live(pids: list[int]) -> list[psutil.Process]:
             procs.append(proc)
     return procs
 
-
-def running(proc: psutil.Process) -> bool:
-    try:
-        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False

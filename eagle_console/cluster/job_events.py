@@ -48,7 +48,14 @@ class JobEvents:
             prune()  # the records of runs ended long ago on this node
 
     def _emit(self, kind: str, **data: Any) -> None:
-        print(EVENT_PREFIX + json.dumps({"kind": kind, **data}, default=str), flush=True)
+        """One write of the whole line. The action writes to the same file, and print() is two writes (the
+        text, then "\n"): with stdout unbuffered (PYTHONUNBUFFERED=1, common in containers) the action's
+        first line landed between them, `…"sid": 20698}LINE1`, and the console lost the event."""
+        line = (EVENT_PREFIX + json.dumps({"kind": kind, **data}, default=str) + "\n").encode()
+        sys.stdout.flush()  # what this process printed before goes first
+        fd = sys.stdout.fileno()
+        while line:
+            line = line[os.write(fd, line):]
 
     def record_proc(self, run_id: int, step_id: str, **proc: Any) -> int:
         keep = {k: v for k, v in proc.items() if k in PROC_KEYS}
@@ -104,14 +111,34 @@ def split_log(text: str, ended: bool = False) -> tuple[list[str], list[dict[str,
             if ended and not started:
                 lines.append(RAY_MARK + line)
             continue
-        if line.startswith(EVENT_PREFIX):
-            try:
-                events.append(json.loads(line[len(EVENT_PREFIX):]))
-                continue
-            except ValueError:
-                pass
+        found = _event_in(line)
+        if found is not None:
+            event, rest = found
+            events.append(event)
+            if rest:
+                lines.append(rest)
+            continue
         lines.append(line)
     return lines, events
+
+
+_JSON = json.JSONDecoder()
+
+
+def _event_in(line: str) -> tuple[dict[str, Any], str] | None:
+    """The supervisor's event in `line` and the step's output around it: an action's last output without a
+    newline (a progress line, `Loading...`) puts the event after it on the same line; an older supervisor's
+    event could have the action's next line glued after it."""
+    at = line.find(EVENT_PREFIX)
+    if at < 0:
+        return None
+    try:
+        event, end = _JSON.raw_decode(line, at + len(EVENT_PREFIX))
+    except ValueError:
+        return None
+    if not isinstance(event, dict) or "kind" not in event:
+        return None
+    return event, line[:at] + line[end:]
 
 
 def whole_lines(text: str) -> str:
