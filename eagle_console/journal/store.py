@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sqlite3
 import threading
 import time
@@ -496,6 +495,8 @@ class Journal:
 
     def decide_approval(self, request_id: int, approve: bool, note: str | None = None) -> None:
         """Approve or deny a request, once: Refused when it is unknown or somebody decided it first."""
+        import socket  # here, not at the top: every CLI command opens a journal, few decide (~3 ms to import)
+
         from eagle_console.journal import approvals
         from eagle_console.processes import create_time
 

@@ -10,7 +10,6 @@ journal: its server may die meanwhile and the approval still starts the run.
 
 from __future__ import annotations
 
-import socket
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -189,6 +188,8 @@ def approver_gone(req: Approval) -> bool:
     """Approved, its outcome never recorded, and the process that approved it (on this host) is gone: it died
     while carrying it out (a console closed by force, `approve` killed). Nobody else will record the outcome:
     without this, an agent waiting on it would be told "approved" with nothing started, for ever."""
+    import socket
+
     from eagle_console.processes import alive
 
     return (req.status == APPROVED and req.outcome is None and req.decided_pid is not None
