@@ -115,6 +115,8 @@ def test_an_agent_steps_phase0_while_a_console_approves(demo) -> None:
             assert summary["ready"] is True and isinstance(summary["findings"], list)
             nccl = await a.ok("nccl_summary")
             assert "findings" in nccl
+            metrics = await a.ok("metrics", step="0.3")  # the server's /metrics, as `metrics --json` reads it
+            assert metrics["service"] == "0.3" and isinstance(metrics["findings"], list), metrics
             events = (await a.read("eagle://journal/recent"))["events"]
             assert any(e["kind"] == "approval_decided" and e["face"] == "console" for e in events)
 

@@ -230,6 +230,30 @@ def test_metrics_command_json_and_exit_status(silent, tmp_path):
     assert "ACCEPT_LENGTH_ONE" in text.stdout and "accept 1.00/4" in text.stdout
 
 
+def test_the_agents_metrics_tool_reads_what_the_cli_reads(silent, tmp_path):
+    """The agent's `metrics` tool (MCP) is `metrics --json`: the same report, the same ACCEPT_LENGTH_ONE, the
+    same refusal of a step that is no service. Before, an agent had no way to see a drafter never accepted."""
+    from eagle_console.mcp.tools import AgentTools
+
+    client = ready(silent.url)
+    for _ in range(2):
+        client.generate("count the verify steps " * 4, 100)
+    plan = plan_for(tmp_path, silent.url)
+    agent = AgentTools(plan)
+    doc, failed = agent.call(agent.metrics, "0.3")
+    assert not failed, doc
+    shown = json.loads(cli("metrics", str(plan), "--json").stdout)
+    assert set(doc) == set(shown) - {"schema"}
+    assert doc["accept_length"] == shown["accept_length"] == 1.0
+    assert [f["code"] for f in doc["findings"]] == [f["code"] for f in shown["findings"]]
+    assert "ACCEPT_LENGTH_ONE" in [f["code"] for f in doc["findings"]]
+    followed, failed = agent.call(agent.metrics)  # no step: the service the console follows, the plan's only one
+    assert not failed and followed["url"] == doc["url"]
+    for step, said in (("9.9", "no step 9.9 in plan.toml"), ("0", "no step 0 in plan.toml")):
+        bad, failed = agent.call(agent.metrics, step)
+        assert failed and bad["error"]["code"] == "bad_input" and bad["error"]["message"] == said, bad
+
+
 def test_metrics_command_on_a_server_that_is_not_there(tmp_path):
     plan = plan_for(tmp_path, "http://127.0.0.1:9")
     out = cli("metrics", str(plan), "--json")

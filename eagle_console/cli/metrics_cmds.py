@@ -27,15 +27,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_metrics(args: argparse.Namespace) -> int:
-    from eagle_console.ops.metrics import MetricsWatch
+    from eagle_console.ops.metrics import MetricsWatch, service_problem
 
     plan = load_plan(args.plan, args.state_dir)
-    if args.service is not None:
-        step = plan.step(args.service)
-        if step is None:
-            raise CliError(f"no step {args.service} in {plan.path.name}")
-        if not step.service:
-            raise CliError(f"step {args.service} is not a service (`service = true`, or sglang.server)")
+    problem = service_problem(plan, args.service)
+    if problem is not None:
+        raise CliError(problem)
     journal = read_journal(plan)
     watch = MetricsWatch(plan, journal, args.service, follow_selection=args.service is None)
     try:

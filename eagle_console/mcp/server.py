@@ -127,6 +127,12 @@ def build_server(tools: AgentTools) -> MCPServer:
         return await call(ctx, tools.server_summary, step)
 
     @server.tool()
+    async def metrics(ctx: Context, step: str | None = None) -> CallToolResult:
+        """One reading of the SGLang server's /metrics (metrics --json): accept length and rate, throughput,
+        queue, TTFT/ITL, findings such as ACCEPT_LENGTH_ONE — of the given service step, else the latest."""
+        return await call(ctx, tools.metrics, step)
+
+    @server.tool()
     async def nccl_summary(ctx: Context, step: str | None = None) -> CallToolResult:
         """The NCCL summary (nccl --json) of the service's log: ranks, transports, env, findings."""
         return await call(ctx, tools.nccl_summary, step)

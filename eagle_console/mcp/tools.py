@@ -356,6 +356,16 @@ class AgentTools:
         parser.feed(read_lines(path))
         return {"step": sid, "log": str(path), **parser.summary()}
 
+    def metrics(self, step: str | None = None) -> dict[str, Any]:
+        """`metrics --json` of the service's `/metrics` (the step given, else the one the console follows):
+        accept length and rate, throughput, queue, TTFT and ITL, and the findings (ACCEPT_LENGTH_ONE …)."""
+        from eagle_console.ops.metrics import read_once, service_problem
+
+        problem = service_problem(self.plan, step)
+        if problem is not None:
+            raise ToolFailure("bad_input", problem)
+        return read_once(self.plan, self.journal, step)
+
     def nccl_summary(self, step: str | None = None) -> dict[str, Any]:
         """`nccl --json` of the service's log."""
         from eagle_console.node.tail import read_lines

@@ -51,6 +51,29 @@ def followed_step(plan: Plan, journal: Journal, step_id: str | None) -> str | No
     return next((s.id for s in plan.steps() if s.service), None)
 
 
+def service_problem(plan: Plan, step_id: str | None) -> str | None:
+    """Why `step_id` cannot be a metrics target (no such step, not a service); None when it can (or is None:
+    the followed service). The CLI's `--service` and the agent's `metrics` tool say the same."""
+    if step_id is None:
+        return None
+    step = plan.step(step_id)
+    if step is None:
+        return f"no step {step_id} in {plan.path.name}"
+    if not step.service:
+        return f"step {step_id} is not a service (`service = true`, or sglang.server)"
+    return None
+
+
+def read_once(plan: Plan, journal: Journal, step_id: str | None) -> dict[str, Any]:
+    """One reading of the service's `/metrics` (`step_id`, else the one the Server pane follows): the report
+    `metrics --json` prints without --watch."""
+    watch = MetricsWatch(plan, journal, step_id, follow_selection=step_id is None)
+    try:
+        return watch.poll()
+    finally:
+        watch.close()
+
+
 def _origin(url: str) -> str | None:
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") and parts.netloc else None
