@@ -79,8 +79,9 @@ def test_an_approver_killed_while_carrying_out_a_kill_is_said_once_not_approved_
         assert len(dones) == 1  # said once, whoever looks after
 
         # what the message warns of: the dead approver's SIGTERM was sent, and ends the worker once it runs
+        worker = psutil.Process(pid)  # before SIGCONT: it ends (and is reaped) at once
         os.kill(pid, signal.SIGCONT)
-        psutil.Process(pid).wait(10)
+        worker.wait(10)
         asked, failed = agent.call(agent.kill_orphans, "5s", 0)
         assert not failed and asked["message"] == "no orphan to kill", asked
     finally:
