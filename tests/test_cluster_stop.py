@@ -10,7 +10,7 @@ import shutil
 import psutil
 from clusterkit import needs_ray, take_shared_cluster
 
-from eagle_console.processes import alive
+from eagle_console.processes import alive, open_live
 
 
 @needs_ray
@@ -42,9 +42,8 @@ def live(pids: list[int]) -> list[psutil.Process]:
     """The processes of `pids` still there: a Ray worker may end between the listing and the look (a race that
     failed this test once). Each keeps its create time: a reused pid is not taken for one of them later."""
     procs = []
-    for pid in pids:
+    for proc in open_live(pids):
         with contextlib.suppress(psutil.NoSuchProcess):
-            proc = psutil.Process(pid)
             proc.name()  # cached now: asked again after the stop, it would fail for a process gone
             procs.append(proc)
     return procs

@@ -202,13 +202,11 @@ def settle_if_approver_gone(journal: Journal, req: Approval) -> Approval:
     if not approver_gone(req):
         return req
     started: dict[str, Any] = {}
-    if req.action == "run" and req.target:
-        runs = [r for r in journal.runs(req.target)
-                if r.kind == "action" and r.started >= (req.decided_at or 0.0) and r.face == req.asked_face]
-        if runs:
-            started["run_id"] = runs[-1].id
     if req.action == "run":
-        what = f"run {started['run_id']} had started" if started else f"no run of {req.target} began after it"
+        runs = [r for r in journal.runs(req.target) if r.kind == "action"
+                and r.started >= (req.decided_at or 0.0) and r.face == req.asked_face] if req.target else []
+        started = {"run_id": runs[-1].id} if runs else {}
+        what = f"run {runs[-1].id} had started" if runs else f"no run of {req.target} began after it"
     elif req.action == "kill":
         what = "it may have signalled some of the processes (see orphans)"
     else:
