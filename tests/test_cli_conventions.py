@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import clikit
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -36,8 +37,7 @@ title = "P"
 
 def cli(*args: str | Path, env: dict[str, str] | None = None, cwd: Path = REPO,
         **kw) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "eagle_console", *map(str, args)], capture_output=True,
-                          text=True, timeout=60, cwd=cwd, env={**os.environ, **(env or {})}, **kw)
+    return clikit.run(args, timeout=60, cwd=cwd, env={**os.environ, **(env or {})}, **kw)
 
 
 @pytest.fixture

@@ -8,10 +8,10 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
+import clikit
 import pytest
 from enginekit import write_plan
 
@@ -33,9 +33,7 @@ PLAN = """
 
 
 def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "eagle_console", *map(str, args)], capture_output=True,
-                          text=True, cwd=REPO, timeout=60, stdin=subprocess.DEVNULL,
-                          env={**os.environ, "NO_COLOR": "1"})
+    return clikit.run(args, cwd=REPO, timeout=60, env={**os.environ, "NO_COLOR": "1"})
 
 
 @pytest.fixture

@@ -1,11 +1,12 @@
-"""validate / status / mark / note / export through the real entry point, as a subprocess."""
+"""validate / status / mark / note / export through the CLI, each command a process of its own (tests/clikit.py)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
+
+import clikit
 
 REPO = Path(__file__).resolve().parent.parent
 PHASE0 = REPO / "plans" / "phase0-aqmedai-probe.toml"
@@ -13,10 +14,8 @@ PLANS = sorted((REPO / "plans").glob("*.toml"))
 
 
 def cli(*args: str | Path, state: Path | None = None) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "eagle_console", *map(str, args)]
-    if state is not None:
-        argv += ["--state-dir", str(state)]
-    return subprocess.run(argv, capture_output=True, text=True, cwd=REPO, timeout=60)
+    argv = [*args, *(["--state-dir", state] if state is not None else [])]
+    return clikit.run(argv, cwd=REPO, timeout=60)
 
 
 def test_validate_repo_plans_ok() -> None:

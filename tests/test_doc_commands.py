@@ -13,12 +13,11 @@ import os
 import re
 import shlex
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import NamedTuple
 
+import clikit
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -188,10 +187,10 @@ def substitute(text: str, node: Node, tmp: Path, output: bool = False) -> str:
 
 
 def argv_of(text: str, cwd: Path) -> list[str]:
-    """The command's argv: `eagle-console` is this checkout's, a redirection is left out (its target is the
+    """The command's arguments (`eagle-console` is this checkout's, tests/clikit.py), a redirection is left out (its target is the
     operator's home), a glob is expanded in `cwd` as the shell would."""
     words = shlex.split(text.split(" > ")[0])
-    out = [sys.executable, "-m", "eagle_console"]
+    out: list[str] = []
     for w in words[1:]:
         out += sorted(glob.glob(w, root_dir=cwd)) or [w] if any(c in w for c in "*?[") else [w]
     return out
@@ -275,8 +274,7 @@ def run_one(cmd: DocCommand, node: Node, tmp: Path) -> str | None:
     """None if the command ran as the document says, else what differs."""
     text = substitute(cmd.text, node, tmp)
     prepare(cmd, text, node, tmp)
-    r = subprocess.run(argv_of(text, node.root), cwd=node.root, env=node.env, capture_output=True, text=True,
-                       timeout=180, stdin=subprocess.DEVNULL)
+    r = clikit.run(argv_of(text, node.root), cwd=node.root, env=node.env, timeout=180)
     want = EXIT.get(cmd.text, 0)
     if r.returncode != want:
         return f"exit {r.returncode}, not {want}: {(r.stderr or r.stdout).strip()[-300:]}"

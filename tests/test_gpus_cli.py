@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 
+import clikit
 import psutil
 import pytest
 from enginekit import engine_for, session_pids, wait_for, write_plan
@@ -22,8 +23,7 @@ HOLDER_KEYS = {"pid", "ppid", "user", "command", "gpus", "used_mib", "class", "o
 
 
 def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "eagle_console", *args], capture_output=True, text=True,
-                          timeout=120, env={**os.environ, **(env or {})})
+    return clikit.run(args, timeout=120, env={**os.environ, **(env or {})})
 
 
 @pytest.fixture
@@ -83,8 +83,7 @@ def test_orphans_bad_input_is_one_line_exit_2(orphaned):
     sim, pids = orphaned
     out = cli("orphans", "--grace", "soon", "--sim", str(sim))
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "--grace" in out.stderr
-    out = subprocess.run([sys.executable, "-m", "eagle_console", "orphans", "--kill", "--sim", str(sim)],
-                         capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
+    out = clikit.run(["orphans", "--kill", "--sim", sim], timeout=60)
     assert out.returncode == 2 and "--yes" in out.stderr
     assert all(psutil.pid_exists(p) for p in pids)  # nothing signalled without confirmation
 

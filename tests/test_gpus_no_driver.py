@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 
+import clikit
 import pytest
 from enginekit import engine_for, write_plan
 
@@ -21,8 +22,7 @@ from eagle_console.processes import stop_session
 
 
 def cli(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "eagle_console", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    return clikit.run(args, timeout=timeout, env=env)
 
 
 @pytest.fixture

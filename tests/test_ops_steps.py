@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import clikit
 import pytest
 from enginekit import engine_for, write_plan
 
@@ -36,8 +37,7 @@ PLAN = """
 
 
 def cli(plan: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "eagle_console", args[0], str(plan), *args[1:]],
-                          capture_output=True, text=True, cwd=REPO, timeout=60, stdin=subprocess.DEVNULL)
+    return clikit.run([args[0], plan, *args[1:]], cwd=REPO, timeout=60)
 
 
 def test_no_next_names_no_control_and_each_face_adds_its_own(tmp_path):

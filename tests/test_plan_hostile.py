@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import clikit
 import pytest
 
 from eagle_console.journal import Journal
@@ -41,8 +42,7 @@ def at(text: str, needle: str) -> tuple[int, int]:
 
 
 def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "eagle_console", *map(str, args)], capture_output=True,
-                          text=True, cwd=REPO, timeout=120)
+    return clikit.run(args, cwd=REPO, timeout=120)
 
 
 def chain_plan(n: int, extra_last: str = "") -> str:

@@ -16,6 +16,7 @@ import sys
 import textwrap
 import time
 
+import clikit
 import pytest
 from enginekit import session_pids, wait_for, write_plan
 
@@ -35,8 +36,7 @@ PLAN = """
 
 
 def cli(plan, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "eagle_console", args[0], str(plan), *args[1:]],
-                          capture_output=True, text=True, timeout=120)
+    return clikit.run([args[0], plan, *args[1:]], timeout=120)
 
 
 def step_doc(plan) -> dict:
