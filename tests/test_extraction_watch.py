@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import clikit
 import pytest
 
 from eagle_console.drafter.samples import verify_extraction
@@ -95,15 +96,13 @@ def test_the_fit_verdict_does_not_flip_when_the_run_ends_on_the_same_figures(tmp
 def test_cli_extraction_json(tmp_path: Path) -> None:
     out, log = tmp_path / "out", tmp_path / "x.log"
     extract(out, "--samples", "6", log=log)
-    p = subprocess.run([sys.executable, "-m", "eagle_console", "extraction", str(log), str(out), "--json"],
-                       capture_output=True, text=True, timeout=60)
+    p = clikit.run(["extraction", log, out, "--json"], timeout=60)
     doc = json.loads(p.stdout)
     assert p.returncode == 0
     assert {"done", "total", "rate_per_s", "eta_s", "files", "output_bytes", "projected_bytes", "free_bytes",
             "fits", "summary"} <= set(doc)
     assert doc["done"] == doc["files"] == 6 and doc["summary"]["total_samples"] == 6
-    p = subprocess.run([sys.executable, "-m", "eagle_console", "extraction", str(tmp_path / "nope")],
-                       capture_output=True, text=True, timeout=60)
+    p = clikit.run(["extraction", tmp_path / "nope"], timeout=60)
     assert p.returncode == 2 and "not found" in p.stderr
 
 

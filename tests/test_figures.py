@@ -4,9 +4,8 @@ export, the Results table and the Extraction tab's finished line alike."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
+import clikit
 import pytest
 from enginekit import write_plan
 
@@ -35,11 +34,9 @@ def test_the_markdown_export_writes_figures_for_people(tmp_path):
     """)
     plan.write_text(plan.read_text().replace('title = "test plan"\n', 'title = "test plan"\nbaseline = { tok_s = 12240.0 }\n', 1))
     env = {**os.environ, "EAGLE_CONSOLE_STATE": str(tmp_path / "state")}
-    run = subprocess.run([sys.executable, "-m", "eagle_console", "run", str(plan), "0.1", "--wait"],
-                         capture_output=True, text=True, timeout=60, env=env)
+    run = clikit.run(["run", plan, "0.1", "--wait"], timeout=60, env=env)
     assert run.returncode == 0, run.stderr
-    md = subprocess.run([sys.executable, "-m", "eagle_console", "export", str(plan), "--format", "markdown"],
-                        capture_output=True, text=True, timeout=60, env=env).stdout
+    md = clikit.run(["export", plan, "--format", "markdown"], timeout=60, env=env).stdout
     assert "e+0" not in md
     assert "Baseline: tok_s = 12240" in md and "result tok_s = 12240" in md and "accept_length = 3.12" in md
 

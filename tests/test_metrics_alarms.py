@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import clikit
+
 from eagle_console.parse.alarms import (
     Point,
     accept_length_one,
@@ -119,16 +121,12 @@ def test_real_eagle3_capture_raises_no_alarm():
 
 def test_server_log_command_json(tmp_path):
     import json
-    import subprocess
-    import sys
 
     log = tmp_path / "server.log"
     log.write_text("\n".join(decode_line(s, 1.0, 37.5) for s in range(15)) + "\n")
-    out = subprocess.run([sys.executable, "-m", "eagle_console", "server-log", str(log), "--json", "--baseline", "82"],
-                         capture_output=True, text=True, timeout=60)
+    out = clikit.run(["server-log", log, "--json", "--baseline", "82"], timeout=60)
     doc = json.loads(out.stdout)
     assert out.returncode == 1  # an error finding
     assert {"ACCEPT_LENGTH_ONE", "BELOW_BASELINE"} <= {f["code"] for f in doc["findings"]}
-    text = subprocess.run([sys.executable, "-m", "eagle_console", "server-log", str(log)], capture_output=True,
-                          text=True, timeout=60).stdout
+    text = clikit.run(["server-log", log], timeout=60).stdout
     assert "ACCEPT_LENGTH_ONE" in text and "BELOW_BASELINE" not in text  # no baseline given

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
+
+import clikit
 
 from eagle_console.parse.sglang_log import SglangLogParser, parse_decode, split_prefix, summarize
 from eagle_console.sim import server_logs as logs
@@ -137,12 +137,10 @@ def test_weight_loading_bar_is_progress() -> None:
 def test_cli_server_log_json_has_load(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     log.write_text("\n".join([*LOAD_BAR, FORWARD_ITERS]) + "\n", encoding="utf-8")
-    out = subprocess.run([sys.executable, "-m", "eagle_console", "server-log", "--json", str(log)],
-                         capture_output=True, text=True, cwd=ROOT, timeout=60)
+    out = clikit.run(["server-log", "--json", log], cwd=ROOT, timeout=60)
     doc = json.loads(out.stdout)
     assert out.returncode == 0 and doc["load"]["done"] == 121 and doc["decode_samples"] == 1
-    text = subprocess.run([sys.executable, "-m", "eagle_console", "server-log", str(log)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=60).stdout
+    text = clikit.run(["server-log", log], cwd=ROOT, timeout=60).stdout
     assert "weights: 121/163 shards (74.2%)" in text
 
 

@@ -7,9 +7,8 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 
+import clikit
 import pytest
 from diskkit import fill
 from enginekit import wait_for, write_plan
@@ -29,17 +28,14 @@ PLAN = """
 
 
 def status(plan, state) -> dict:
-    out = subprocess.run([sys.executable, "-m", "eagle_console", "status", str(plan), "--json"],
-                         capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "EAGLE_CONSOLE_STATE": str(state)})
+    out = clikit.run(["status", plan, "--json"], timeout=60, env={**os.environ, "EAGLE_CONSOLE_STATE": str(state)})
     assert out.returncode == 0, out.stderr
     (step,) = [s for p in json.loads(out.stdout)["phases"] for s in p["steps"]]
     return step
 
 
 def start(plan, state) -> int:
-    out = subprocess.run([sys.executable, "-m", "eagle_console", "run", str(plan), "0.1"], capture_output=True,
-                         text=True, timeout=60, env={**os.environ, "EAGLE_CONSOLE_STATE": str(state)})
+    out = clikit.run(["run", plan, "0.1"], timeout=60, env={**os.environ, "EAGLE_CONSOLE_STATE": str(state)})
     assert out.returncode == 0, out.stderr
     journal = Journal(state / "journal.db", readonly=True)
     try:

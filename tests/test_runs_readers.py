@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 
+import clikit
 import pytest
 from enginekit import engine_for, wait_for, write_plan
 
@@ -25,8 +26,7 @@ def _short_grace(monkeypatch):
 
 
 def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "eagle_console", *args], capture_output=True, text=True,
-                          timeout=timeout)
+    return clikit.run(args, timeout=timeout)
 
 
 def fingerprint(path) -> tuple[bytes, int]:

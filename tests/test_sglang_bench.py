@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 
+import clikit
 import psutil
 import pytest
 from test_sim_server import start_server, wait_gone, wait_ready
@@ -59,22 +58,19 @@ def test_bench_figures_are_plausible(server):
 
 
 def test_bench_cli_json_and_errors(server, tmp_path):
-    cmd = [sys.executable, "-m", "eagle_console", "bench"]
-    ok = subprocess.run([*cmd, server.url, "--requests", "2", "--max-new-tokens", "16", "--json"],
-                        capture_output=True, text=True, timeout=60)
+    cmd = ["bench"]
+    ok = clikit.run([*cmd, server.url, "--requests", "2", "--max-new-tokens", "16", "--json"], timeout=60)
     assert ok.returncode == 0, ok.stderr
     data = json.loads(ok.stdout)
     assert BENCH_KEYS <= set(data) and data["output_tokens"] == 32
-    down = subprocess.run([*cmd, f"http://127.0.0.1:{free_port()}", "--json"], capture_output=True, text=True,
-                          timeout=60)
+    down = clikit.run([*cmd, f"http://127.0.0.1:{free_port()}", "--json"], timeout=60)
     assert down.returncode == 1 and down.stdout == "" and "no answer" in down.stderr
     assert "Traceback" not in down.stderr and len(down.stderr.strip().splitlines()) == 1
-    bad = subprocess.run([*cmd, server.url, "--requests", "0"], capture_output=True, text=True, timeout=60)
+    bad = clikit.run([*cmd, server.url, "--requests", "0"], timeout=60)
     assert bad.returncode == 2
     prompts = tmp_path / "p.jsonl"
     prompts.write_text('{"prompt": "a"}\n{"prompt": oops}\n')
-    badfile = subprocess.run([*cmd, server.url, "--prompts-file", str(prompts)], capture_output=True, text=True,
-                             timeout=60)
+    badfile = clikit.run([*cmd, server.url, "--prompts-file", prompts], timeout=60)
     assert badfile.returncode == 2 and f"{prompts}:2:12: invalid JSON" in badfile.stderr
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
+import clikit
 import pytest
 
 from eagle_console.demo.build import build_demo, stop_leftovers
@@ -20,8 +20,7 @@ SGLANG_TEXT = ("Warning: Target model's context_length (262144) is greater than 
 
 
 def cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "eagle_console", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout)
+    return clikit.run(args, timeout=timeout)
 
 
 def test_the_derived_length_follows_get_context_length(tmp_path: Path):

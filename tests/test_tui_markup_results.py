@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
+import clikit
 from enginekit import write_plan
 from tuikit import drive, open_app, screen_text, select, until
 
@@ -30,8 +28,7 @@ title = "P [/] phase"
 
 def test_console_opens_on_a_journal_holding_markup_results(tmp_path):
     plan = write_plan(tmp_path, PLAN)
-    ran = subprocess.run([sys.executable, "-m", "eagle_console", "run", str(plan), "0.1", "--wait"],
-                         capture_output=True, text=True, timeout=120)
+    ran = clikit.run(["run", plan, "0.1", "--wait"], timeout=120)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     app, journal = open_app(plan)
     seen: list[str] = []

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 
+import clikit
 from textual.app import App
 from textual.widgets import DataTable, ProgressBar
 from tuikit import until
@@ -162,8 +163,8 @@ def cli_figures(tmp_path) -> dict:
     """What `eagle-console extraction LOG --json` says at this moment (a process of its own)."""
     import json
 
-    out = subprocess.run([sys.executable, "-m", "eagle_console", "extraction", str(tmp_path / "extract.log"),
-                          "--total", "60", "--json"], capture_output=True, text=True, timeout=60, check=True)
+    out = clikit.run(["extraction", tmp_path / "extract.log", "--total", "60", "--json"], timeout=60)
+    assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
 

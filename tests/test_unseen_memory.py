@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import sys
 
+import clikit
 import pytest
 from test_tui_panes_gpus import PaneApp, make_ctx, stop_pids, until
 
@@ -32,8 +32,7 @@ def sim(tmp_path, monkeypatch):
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "eagle_console", *args], capture_output=True, text=True,
-                          timeout=60, stdin=subprocess.DEVNULL)
+    return clikit.run(args, timeout=60)
 
 
 def test_an_idle_h200_and_one_with_a_listed_process_have_nothing_out_of_sight():
