@@ -32,6 +32,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -43,18 +44,24 @@ _WARM = ("eagle_console.plan.loader", "eagle_console.journal", "eagle_console.op
 # Read from the environment at import: a child forked after importing it would see the zygote's values.
 _NOT_WARM = ("eagle_console.cluster.link",)
 _zygote: tuple[subprocess.Popen, socket.socket] | None = None
+_one_at_a_time = threading.Lock()  # the zygote serves one command at a time (a test may call from a thread)
 
 
 def run(argv: Sequence[object], *, env: Mapping[str, str] | None = None, cwd: str | Path | None = None,
-        timeout: float = 120, input: str | None = None) -> subprocess.CompletedProcess[str]:
-    """What `subprocess.run([python, "-m", "eagle_console", *argv], capture_output=True, text=True, …)` returns;
-    stdin is /dev/null unless `input` is given. TimeoutExpired (the command SIGKILLed) past `timeout`."""
+        timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """What `subprocess.run([python, "-m", "eagle_console", *argv], capture_output=True, text=True,
+    stdin=DEVNULL, …)` returns. TimeoutExpired (the command SIGKILLed) past `timeout`."""
     args = [str(a) for a in argv]
     request = json.dumps({"argv": args, "env": dict(os.environ if env is None else env),
                           "cwd": str(cwd if cwd is not None else os.getcwd())}).encode()
+    with _one_at_a_time:
+        return _run(args, request, timeout)
+
+
+def _run(args: list[str], request: bytes, timeout: float) -> subprocess.CompletedProcess[str]:
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
-    in_r, in_w = os.pipe() if input is not None else (os.open(os.devnull, os.O_RDONLY), -1)
+    in_r = os.open(os.devnull, os.O_RDONLY)
     _, sock = _started()
     try:
         socket.send_fds(sock, [_HEADER.pack(len(request)) + request], [in_r, out_w, err_w])
@@ -63,9 +70,6 @@ def run(argv: Sequence[object], *, env: Mapping[str, str] | None = None, cwd: st
             os.close(fd)
     deadline = time.monotonic() + timeout
     pid = int(_reply(sock, deadline)["pid"])
-    if in_w >= 0:
-        os.write(in_w, (input or "").encode())  # a pipe buffer's worth at most
-        os.close(in_w)
     try:
         out, err, late = _collect(out_r, err_r, deadline)
     finally:

@@ -5,9 +5,10 @@ reads like the real Phase 0 plan. (The commands the docs show: tests/test_doc_co
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from pathlib import Path
+
+import clikit
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -22,8 +23,7 @@ PLANS = sorted((REPO / "plans").glob("*.toml"))
 def test_every_shipped_plan_validates_with_no_warning() -> None:
     """Defect: plans/extraction-sglang.toml drew `59:11: warning: "check" puts ${dataset} inside quotes`."""
     assert len(PLANS) >= 2
-    r = subprocess.run([sys.executable, "-m", "eagle_console", "validate", *PLANS], capture_output=True,
-                       text=True, cwd=REPO, timeout=60)
+    r = clikit.run(["validate", *PLANS], cwd=REPO, timeout=60)
     assert r.returncode == 0 and r.stderr == "", r
     assert [line.split(": ok — plan ")[0] for line in r.stdout.splitlines()] == [str(p) for p in PLANS], r.stdout
 

@@ -4,12 +4,12 @@ judged against a given SGLang version (docs/upstream.md, "Drafter doctor")."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import clikit
 import pytest
 
 from eagle_console.drafter.check import check_drafter
@@ -196,8 +196,7 @@ def test_cli_flag_and_builtin_key(write: Callable[..., Path], target: Path, tmp_
                                   capsys: pytest.CaptureFixture[str]) -> None:
     cfg, tensors = llama(lambda c: c["eagle_config"].update(eagle_aux_hidden_state_layer_ids=[2, 30, 58]))
     path = write(cfg, tensors)
-    p = subprocess.run([sys.executable, "-m", "eagle_console", "drafter", "check", str(path), "--target", str(target),
-                        "--sglang-version", "0.5.12", "--json"], capture_output=True, text=True, timeout=60)
+    p = clikit.run(["drafter", "check", path, "--target", target, "--sglang-version", "0.5.12", "--json"], timeout=60)
     assert p.returncode == 0 and "SGLang 0.5.12" in aux(json.loads(p.stdout))[0]["message"]
     builtin = get_builtin("drafter.check")
     assert builtin.validate({"path": "x", "sglang_version": "0.5.14", "python": "/usr/bin/python3"}) == []

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
+import clikit
 import numpy as np
 import pytest
 
@@ -39,7 +39,7 @@ def test_different_sizes_count_as_differing(demo: dict[str, Path], tmp_path: Pat
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "eagle_console", *args], capture_output=True, text=True, timeout=60)
+    return clikit.run(args, timeout=60)
 
 
 def test_cli_check_compare_and_errors(demo: dict[str, Path]) -> None:

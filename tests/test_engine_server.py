@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 
+import clikit
 import pytest
 from enginekit import engine_for, session_pids, write_plan
 
@@ -64,8 +65,7 @@ def server_plan(tmp_path, monkeypatch):
 
 
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "eagle_console", *args], capture_output=True, text=True,
-                          timeout=timeout)
+    return clikit.run(args, timeout=timeout)
 
 
 def test_launch_ready_bench_rollback_frees_everything(server_plan):

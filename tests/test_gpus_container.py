@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
+import clikit
 import psutil
 import pytest
 
@@ -21,8 +21,7 @@ from eagle_console.sim.orphans import leave_orphans
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "eagle_console", *args], capture_output=True, text=True,
-                          timeout=120)
+    return clikit.run(args, timeout=120)
 
 
 def _kill(pids: list[int]) -> None:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
+
+import clikit
 
 from eagle_console.journal import Journal
 from eagle_console.journal.faults import SCHEMA_VERSION
@@ -113,8 +114,7 @@ title = "P"
 
 
 def cli(*args: object) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "eagle_console", *map(str, args)], capture_output=True,
-                          text=True, timeout=60)
+    return clikit.run(args, timeout=60)
 
 
 def test_status_and_exports_say_the_cli_acted(tmp_path) -> None:

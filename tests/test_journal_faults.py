@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
+import clikit
 import pytest
 from enginekit import write_plan
 
@@ -29,8 +29,7 @@ PLAN = """
 
 
 def cli(*args: str, state: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "eagle_console", *args], capture_output=True, text=True,
-                          timeout=60, env={**os.environ, "EAGLE_CONSOLE_STATE": str(state)})
+    return clikit.run(args, timeout=60, env={**os.environ, "EAGLE_CONSOLE_STATE": str(state)})
 
 
 def journal_with_history(state: Path, notes: int = 1) -> Path:

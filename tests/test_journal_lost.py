@@ -5,9 +5,8 @@ console says so when the file it reads is deleted."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
+import clikit
 from enginekit import write_plan
 from tuikit import drive, notices, until
 
@@ -24,9 +23,7 @@ PLAN = """
 
 
 def cli(plan, *args, state):
-    return subprocess.run([sys.executable, "-m", "eagle_console", *args[:1], str(plan), *args[1:]],
-                          capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "EAGLE_CONSOLE_STATE": str(state)})
+    return clikit.run([*args[:1], plan, *args[1:]], timeout=60, env={**os.environ, "EAGLE_CONSOLE_STATE": str(state)})
 
 
 def remove_journal(state) -> None:

@@ -7,15 +7,14 @@ import json
 import os
 import stat
 import subprocess
-import sys
 
+import clikit
 import pytest
 from enginekit import write_plan
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "eagle_console", *args], capture_output=True, text=True,
-                          timeout=60)
+    return clikit.run(args, timeout=60)
 
 
 def plan_for(tmp_path, cfg):

@@ -4,10 +4,8 @@ record shape: same keys, same types, `who` / `scope` / `face` filled (they used 
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 
+import clikit
 import psutil
 import pytest
 from enginekit import engine_for, write_plan
@@ -75,8 +73,7 @@ def test_console_cli_and_step_journal_the_same_record_shape(tmp_path, monkeypatc
     kill_with_k(ConsoleContext(plan_path=path, plan=eng.plan, journal=eng.journal, sim_dir=sim))
 
     left += leave_orphans(sim, 1)
-    out = subprocess.run([sys.executable, "-m", "eagle_console", "orphans", str(path), "--kill", "--yes",
-                          "--sim", str(sim)], capture_output=True, text=True, timeout=120, env={**os.environ})
+    out = clikit.run(["orphans", path, "--kill", "--yes", "--sim", sim], timeout=120)
     assert out.returncode == 0, out.stderr
 
     left += leave_orphans(sim, 1)

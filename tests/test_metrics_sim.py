@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
+import clikit
 import pytest
 from test_sim_server import start_server
 
@@ -207,8 +207,7 @@ def test_working_drafter_raises_nothing(tmp_path):
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "eagle_console", *args], capture_output=True, text=True,
-                          timeout=60)
+    return clikit.run(args, timeout=60)
 
 
 def test_metrics_command_json_and_exit_status(silent, tmp_path):

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import clikit
 import psutil
 import pytest
 from test_tui_panes_gpus import make_ctx, stop_pids, until
@@ -94,8 +95,7 @@ def test_orphans_kill_from_the_operators_shell_kills_every_orphan_and_spares_its
 def test_the_text_listing_says_which_orphans_came_from_this_terminal(tmp_path, sim, request):
     left = leave(sim, "session", count=1, mib=700.0, gpus=[6])
     request.addfinalizer(lambda: stop_pids(left.pids))
-    out = subprocess.run([sys.executable, "-m", "eagle_console", "orphans", "--sim", str(sim)],
-                         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    out = clikit.run(["orphans", "--sim", sim], timeout=60)
     assert out.returncode == 0, out.stderr
     (row, note) = out.stdout.splitlines()[:2]
     assert row.split()[0] == str(left.pids[0]) and " orphan " in row

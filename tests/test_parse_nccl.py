@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
+
+import clikit
 
 from eagle_console.parse.nccl import NcclParser, format_bus_id, nccl_lines, summarize
 from eagle_console.parse.nccl_matrix import format_matrix, transport_matrix
@@ -220,8 +221,7 @@ def test_bus_id_format() -> None:
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "eagle_console", *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=60)
+    return clikit.run(args, cwd=ROOT, timeout=60)
 
 
 def test_cli_nccl_json_text_and_errors(tmp_path: Path) -> None:

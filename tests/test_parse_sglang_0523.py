@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
+import clikit
+
 from eagle_console.parse.sglang_log import SglangLogParser, summarize
 
 DATA = Path(__file__).parent / "data" / "sglang"
@@ -129,15 +131,12 @@ def test_old_accept_rate_with_nothing_accepted_is_named_old() -> None:
 
 
 def test_server_log_cli_says_what_the_accept_rate_counts(tmp_path: Path) -> None:
-    import subprocess
-    import sys
 
     log = tmp_path / "server.log"
     log.write_text(DICT_DUMP + "\n[2026-09-20 12:00:10 TP0] Decode batch, #running-req: 1, #token: 300, token usage: "
                    "0.00, accept len: 1.00, accept rate: 0.00, cuda graph: True, gen throughput (token/s): 80.10, "
                    "#queue-req: 0\n", encoding="utf-8")
-    out = subprocess.run([sys.executable, "-m", "eagle_console", "server-log", str(log)], capture_output=True,
-                         text=True, timeout=60)
+    out = clikit.run(["server-log", log], timeout=60)
     assert out.returncode == 0, out.stderr
     assert "accept rate 0.00 (accepted drafts / proposed drafts (bonus token excluded))" in out.stdout
 

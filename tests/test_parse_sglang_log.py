@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
+
+import clikit
 
 from eagle_console.parse.sglang_log import (
     POINTS_LEN,
@@ -145,8 +146,7 @@ def test_non_decode_lines_are_not_decode() -> None:
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "eagle_console", *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=60)
+    return clikit.run(args, cwd=ROOT, timeout=60)
 
 
 def test_cli_server_log(tmp_path: Path) -> None:

@@ -7,10 +7,9 @@ one rank is what the pane reads while rank 1 is starting, and all a launch that 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
+import clikit
 from test_multinode_nccl import node_log
 
 from eagle_console.ops.nccl_ranks import RankNccl, rank_logs
@@ -63,8 +62,7 @@ def test_the_cli_and_the_pane_read_the_same_ranks(tmp_path):
     pane = RankNccl(state, "0.1", expected=2)
     lines = pane.read_new()
     assert lines and all(line.startswith("[a] ") for line in lines)
-    cli = subprocess.run([sys.executable, "-m", "eagle_console", "nccl", "--service", str(plan), "0.1", "--json"],
-                         capture_output=True, text=True, timeout=60)
+    cli = clikit.run(["nccl", "--service", plan, "0.1", "--json"], timeout=60)
     assert '"node_ranks"' in cli.stdout, cli.stdout[-800:] + cli.stderr[-800:]
     assert set(json.loads(cli.stdout)["node_ranks"]) == {"a"}
     record(state, 2)

@@ -4,9 +4,8 @@ other steps ran in between; the journal's run id stays beside it, for commands t
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
+import clikit
 from enginekit import write_plan
 
 from eagle_console.journal import Journal
@@ -41,8 +40,7 @@ def test_the_cli_names_the_steps_own_run_number(tmp_path):
     env = {**os.environ, "EAGLE_CONSOLE_STATE": str(tmp_path / "state")}
 
     def run(step: str) -> str:
-        out = subprocess.run([sys.executable, "-m", "eagle_console", "run", str(plan), step, "--wait", "--force"],
-                             capture_output=True, text=True, env=env, timeout=60)
+        out = clikit.run(["run", plan, step, "--wait", "--force"], env=env, timeout=60)
         assert out.returncode == 0, out.stderr
         return next(line for line in out.stdout.splitlines() if line.startswith("started"))  # after "… running it again"
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
-import sys
 
+import clikit
 import pytest
 from enginekit import engine_for, wait_for, write_plan
 
@@ -68,7 +67,6 @@ def test_readonly_console_and_status_leave_the_journal_file_untouched(tmp_path):
     assert seen and "lost" in seen[0]  # reconciled, in memory
     assert fingerprint(db) == before
 
-    out = subprocess.run([sys.executable, "-m", "eagle_console", "status", str(path)], capture_output=True,
-                         text=True, timeout=60)
+    out = clikit.run(["status", path], timeout=60)
     assert out.returncode == 0 and "[failed]" in out.stdout, out.stdout + out.stderr
     assert fingerprint(db) == before

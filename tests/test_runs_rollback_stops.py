@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 
+import clikit
 import pytest
 from enginekit import engine_for, session_pids, wait_for, write_plan
 
@@ -91,8 +91,7 @@ def test_rollback_after_the_service_supervisor_was_killed_stops_the_server(serve
     assert eng.journal.run(run.id).outcome == "lost"
     assert len(session_pids(run.sid)) >= 10  # the server and its schedulers live on
 
-    out = subprocess.run([sys.executable, "-m", "eagle_console", "rollback", str(path), "0.3", "--yes"],
-                         capture_output=True, text=True, timeout=120)
+    out = clikit.run(["rollback", path, "0.3", "--yes"], timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     assert session_pids(run.sid) == []
     assert gpustate.holders(sim) == []

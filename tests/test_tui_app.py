@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
-import sys
 from pathlib import Path
 
+import clikit
 import pytest
 from enginekit import engine_for, wait_for, write_plan
 from tuikit import drive, label, notices, open_app, select, until
@@ -160,9 +159,7 @@ def test_a_mark_from_another_process_shows_in_the_tree(plan_file: Path):
     async def scenario(pilot):
         await until(pilot, lambda: app.snapshot is not None and app.ctx.selected_step_id is not None, what="ready")
         assert label(app, "0.2").startswith("○") and "⇠" in label(app, "0.2")  # needs 0.1, not done
-        out = await asyncio.to_thread(
-            subprocess.run, [sys.executable, "-m", "eagle_console", "mark", str(plan_file), "0.1", "completed"],
-            capture_output=True, text=True, timeout=60)
+        out = await asyncio.to_thread(clikit.run, ["mark", plan_file, "0.1", "completed"], timeout=60)
         assert out.returncode == 0, out.stderr
         await until(pilot, lambda: label(app, "0.1").startswith("✔"), what="other process's mark shown")
         assert "⇠" not in label(app, "0.2")  # its need is met now
