@@ -44,45 +44,90 @@ _WARM = ("eagle_console.plan.loader", "eagle_console.journal", "eagle_console.op
 # Read from the environment at import: a child forked after importing it would see the zygote's values.
 _NOT_WARM = ("eagle_console.cluster.link",)
 _zygote: tuple[subprocess.Popen, socket.socket] | None = None
-_one_at_a_time = threading.Lock()  # the zygote serves one command at a time (a test may call from a thread)
+_talk = threading.Lock()  # one request or reply on the zygote's socket at a time (tests call from threads)
+_ended: dict[int, int] = {}  # pid -> wait status, as the zygote reports them (in any order)
+
+
+class Command:
+    """A command started by `start`: `subprocess.Popen(…, stdout=PIPE, stderr=PIPE or STDOUT, text=True)`
+    for what the tests ask of one (pid, communicate, wait, returncode)."""
+
+    def __init__(self, args: list[str], pid: int, out_r: int, err_r: int | None) -> None:
+        self.args = [sys.executable, "-m", "eagle_console", *args]
+        self.pid = pid
+        self.returncode: int | None = None
+        self._pipes = (out_r, err_r)
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, str | None]:
+        """Both pipes read to their end, then the exit status; past `timeout` the command is SIGKILLed
+        and TimeoutExpired raised (its output so far attached)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        out_r, err_r = self._pipes
+        try:
+            out, err, late = _collect(out_r, err_r, deadline)
+        finally:
+            for fd in self._pipes:
+                if fd is not None:
+                    os.close(fd)
+        if late:
+            os.kill(self.pid, signal.SIGKILL)
+            self.wait()
+            raise subprocess.TimeoutExpired(self.args, timeout or 0, out, err)
+        self.wait()
+        return out.decode(errors="replace"), None if err_r is None else err.decode(errors="replace")
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            status = _status_of(self.pid, None if timeout is None else time.monotonic() + timeout)
+            if status is None:
+                raise subprocess.TimeoutExpired(self.args, timeout or 0)
+            self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+
+def start(argv: Sequence[object], *, env: Mapping[str, str] | None = None, cwd: str | Path | None = None,
+          stderr_to_stdout: bool = False) -> Command:
+    """`eagle-console ARGV` started, stdin /dev/null, stdout and stderr pipes (or stderr into stdout)."""
+    args = [str(a) for a in argv]
+    request = json.dumps({"argv": args, "env": dict(os.environ if env is None else env),
+                          "cwd": str(cwd if cwd is not None else os.getcwd())}).encode()
+    out_r, out_w = os.pipe()
+    err_r, err_w = (None, out_w) if stderr_to_stdout else os.pipe()
+    in_r = os.open(os.devnull, os.O_RDONLY)
+    try:
+        with _talk:
+            _, sock = _started()
+            socket.send_fds(sock, [_HEADER.pack(len(request)) + request], [in_r, out_w, err_w])
+            while True:  # the answer to this request; ends of earlier commands may come first
+                message = _message(sock, time.monotonic() + 60)
+                if "started" in message:
+                    break
+                _ended[message["ended"]] = message["status"]
+    finally:
+        for fd in {in_r, out_w, err_w}:
+            os.close(fd)
+    return Command(args, int(message["started"]), out_r, err_r)
 
 
 def run(argv: Sequence[object], *, env: Mapping[str, str] | None = None, cwd: str | Path | None = None,
         timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """What `subprocess.run([python, "-m", "eagle_console", *argv], capture_output=True, text=True,
     stdin=DEVNULL, …)` returns. TimeoutExpired (the command SIGKILLed) past `timeout`."""
-    args = [str(a) for a in argv]
-    request = json.dumps({"argv": args, "env": dict(os.environ if env is None else env),
-                          "cwd": str(cwd if cwd is not None else os.getcwd())}).encode()
-    with _one_at_a_time:
-        return _run(args, request, timeout)
+    command = start(argv, env=env, cwd=cwd)
+    out, err = command.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(command.args, command.returncode, out, err)
 
 
-def _run(args: list[str], request: bytes, timeout: float) -> subprocess.CompletedProcess[str]:
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    in_r = os.open(os.devnull, os.O_RDONLY)
-    _, sock = _started()
-    try:
-        socket.send_fds(sock, [_HEADER.pack(len(request)) + request], [in_r, out_w, err_w])
-    finally:
-        for fd in (in_r, out_w, err_w):
-            os.close(fd)
-    deadline = time.monotonic() + timeout
-    pid = int(_reply(sock, deadline)["pid"])
-    try:
-        out, err, late = _collect(out_r, err_r, deadline)
-    finally:
-        os.close(out_r)
-        os.close(err_r)
-    if late:
-        os.kill(pid, signal.SIGKILL)
-    status = int(_reply(sock, None)["status"])
-    if late:
-        raise subprocess.TimeoutExpired(["eagle-console", *args], timeout, out, err)
-    return subprocess.CompletedProcess([sys.executable, "-m", "eagle_console", *args],
-                                       os.waitstatus_to_exitcode(status), out.decode(errors="replace"),
-                                       err.decode(errors="replace"))
+def _status_of(pid: int, deadline: float | None) -> int | None:
+    while True:
+        with _talk:
+            if pid in _ended:
+                return _ended.pop(pid)
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
+            message = _message(_started()[1], deadline, quiet=True)
+            if message is not None:
+                _ended[message["ended"]] = message["status"]
 
 
 def _started() -> tuple[subprocess.Popen, socket.socket]:
@@ -105,37 +150,49 @@ def _stop(proc: subprocess.Popen, sock: socket.socket) -> None:
         proc.kill()
 
 
-def _reply(sock: socket.socket, deadline: float | None) -> dict:
-    line = b""
-    while not line.endswith(b"\n"):
-        sock.settimeout(None if deadline is None else max(0.01, deadline - time.monotonic()))
+_pending = bytearray()  # what the zygote sent past the last whole line
+
+
+def _message(sock: socket.socket, deadline: float | None, quiet: bool = False) -> dict | None:
+    """The zygote's next line; None if `quiet` and nothing came by the deadline (a short wait: others may
+    be waiting on the socket too)."""
+    while b"\n" not in _pending:
+        left = None if deadline is None else deadline - time.monotonic()
+        if quiet:
+            left = 0.05 if left is None else min(0.05, left)
+        sock.settimeout(None if left is None else max(0.001, left))
         try:
-            data = sock.recv(1)
-        except TimeoutError as exc:
-            raise RuntimeError("the CLI zygote (tests/clikit.py) did not answer") from exc
+            data = sock.recv(4096)
+        except TimeoutError:
+            if quiet:
+                return None
+            raise RuntimeError("the CLI zygote (tests/clikit.py) did not answer") from None
         if not data:
             raise RuntimeError("the CLI zygote (tests/clikit.py) ended")
-        line += data
+        _pending.extend(data)
+    line, _, rest = bytes(_pending).partition(b"\n")
+    _pending[:] = rest
     return json.loads(line)
 
 
-def _collect(out_r: int, err_r: int, deadline: float) -> tuple[bytes, bytes, bool]:
+def _collect(out_r: int, err_r: int | None, deadline: float | None) -> tuple[bytes, bytes, bool]:
     """Both pipes read to their end (the command and whatever it left holding them exited), or the deadline."""
-    chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
+    chunks: dict[int, list[bytes]] = {fd: [] for fd in (out_r, err_r) if fd is not None}
+    err = (lambda: b"".join(chunks[err_r])) if err_r is not None else (lambda: b"")
     with selectors.DefaultSelector() as sel:
         for fd in chunks:
             sel.register(fd, selectors.EVENT_READ)
         while sel.get_map():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return b"".join(chunks[out_r]), b"".join(chunks[err_r]), True
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return b"".join(chunks[out_r]), err(), True
             for key, _ in sel.select(left):
                 data = os.read(key.fd, 65536)
                 if data:
                     chunks[key.fd].append(data)
                 else:
                     sel.unregister(key.fd)
-    return b"".join(chunks[out_r]), b"".join(chunks[err_r]), False
+    return b"".join(chunks[out_r]), err(), False
 
 
 # -- the zygote ------------------------------------------------------------------------------------------------
@@ -153,26 +210,51 @@ def _serve(fd: int) -> None:
         importlib.import_module(name)
     assert not any(name in sys.modules for name in _NOT_WARM), _NOT_WARM
     sock = socket.socket(fileno=fd)
-    while True:
-        head, fds, _, _ = socket.recv_fds(sock, _HEADER.size, 3)
-        if not head:
-            return
-        while len(head) < _HEADER.size:
-            head += sock.recv(_HEADER.size - len(head))
-        (size,) = _HEADER.unpack(head)
-        body = b""
-        while len(body) < size:
-            body += sock.recv(size - len(body))
-        request = json.loads(body)
-        pid = os.fork()
-        if pid == 0:
-            sock.close()
-            _child(request, fds)
-        for f in fds:
-            os.close(f)
-        sock.sendall(json.dumps({"pid": pid}).encode() + b"\n")
-        _, status = os.waitpid(pid, 0)
-        sock.sendall(json.dumps({"status": status}).encode() + b"\n")
+    wake_r, wake_w = os.pipe()
+    for end in (wake_r, wake_w):
+        os.set_blocking(end, False)
+    signal.set_wakeup_fd(wake_w)  # a child's end wakes the loop below
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    with selectors.DefaultSelector() as sel:
+        sel.register(sock, selectors.EVENT_READ)
+        sel.register(wake_r, selectors.EVENT_READ)
+        while True:
+            for key, _ in sel.select():
+                if key.fd == wake_r:
+                    while os.read(wake_r, 512) == 512:
+                        pass
+                elif not _fork_one(sock):
+                    return
+            while True:  # every child that ended, reported by pid
+                try:
+                    pid, status = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
+                sock.sendall(json.dumps({"ended": pid, "status": status}).encode() + b"\n")
+
+
+def _fork_one(sock: socket.socket) -> bool:
+    """Read one request and fork its command; False once the test process closed the socket."""
+    head, fds, _, _ = socket.recv_fds(sock, _HEADER.size, 3)
+    if not head:
+        return False
+    while len(head) < _HEADER.size:
+        head += sock.recv(_HEADER.size - len(head))
+    (size,) = _HEADER.unpack(head)
+    body = b""
+    while len(body) < size:
+        body += sock.recv(size - len(body))
+    pid = os.fork()
+    if pid == 0:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        _child(json.loads(body), fds)
+    for f in fds:
+        os.close(f)
+    sock.sendall(json.dumps({"started": pid}).encode() + b"\n")
+    return True
 
 
 def _child(request: dict, fds: list[int]) -> None:

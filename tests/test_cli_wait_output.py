@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 
+import clikit
 from enginekit import write_plan
 
 PLAN = """
@@ -49,6 +50,5 @@ def test_run_wait_quiet_prints_no_output(tmp_path):
     plan = write_plan(tmp_path, PLAN)
     (tmp_path / "go").touch()
     env = {**os.environ, "EAGLE_CONSOLE_STATE": str(tmp_path / "state")}
-    out = subprocess.run([sys.executable, "-m", "eagle_console", "run", str(plan), "0.1", "--wait", "--quiet"],
-                         capture_output=True, text=True, env=env, timeout=60)
+    out = clikit.run(["run", plan, "0.1", "--wait", "--quiet"], env=env, timeout=60)
     assert out.returncode == 1 and "first line" not in out.stdout

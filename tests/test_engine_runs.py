@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 
+import clikit
 import pytest
 from enginekit import engine_for, session_pids, wait_for, write_plan
 
@@ -183,8 +183,7 @@ def test_two_concurrent_runs_of_one_step_start_it_once(tmp_path):
           title = "slow"
           run = "sleep 2"
     """)
-    cmd = [sys.executable, "-m", "eagle_console", "run", str(path), "0.1"]
-    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [clikit.start(["run", path, "0.1"]) for _ in range(2)]
     outs = [p.communicate(timeout=60) + (p.returncode,) for p in procs]
     codes = sorted(o[2] for o in outs)
     assert codes == [0, 1], outs

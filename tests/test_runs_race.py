@@ -7,9 +7,7 @@ the two waits for or refuses the other, decided inside the journal's transaction
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
+import clikit
 import pytest
 from enginekit import engine_for, wait_for, write_plan
 
@@ -23,9 +21,8 @@ def _short_grace(monkeypatch):
     monkeypatch.setenv("EAGLE_CONSOLE_KILL_GRACE", "1")
 
 
-def cli(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "eagle_console", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+def cli(*args: str) -> clikit.Command:
+    return clikit.start(args, stderr_to_stdout=True)
 
 
 def settled(eng) -> bool:

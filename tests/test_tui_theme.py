@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import clikit
 import pytest
 from rich.color import Color
 
@@ -26,8 +27,7 @@ def plan(tmp_path: Path, monkeypatch) -> Path:
     path = tmp_path / "plan.toml"
     path.write_text(PLAN)
     for step, status in (("p.1", "completed"), ("p.2", "failed")):
-        out = subprocess.run([sys.executable, "-m", "eagle_console", "mark", str(path), step, status],
-                             capture_output=True, text=True, timeout=60, env=os.environ)
+        out = clikit.run(["mark", path, step, status], timeout=60)
         assert out.returncode == 0, out.stderr
     return path
 
