@@ -3,16 +3,17 @@
 A CLI test needs what an operator's command is: a process with its own pid, its own stdin/stdout/stderr, the
 environment and working directory given, an exit status (or the signal that ended it), and nothing it changes
 (os.environ, a module's state, a signal handler) left behind. It does not need Python to start again and
-import the package again for every call: ~80 ms of CPU each (the interpreter, site, ~190 modules), ~500 calls
-a suite run (`acct(2)`, docs/performance.md).
+import the package again for every call: ~100 ms of CPU each (the interpreter, site, ~190 modules), 528 calls
+in a suite run (`acct(2)`, docs/performance.md).
 
 So each test process starts one *zygote* the first time it runs a command: `python tests/clikit.py --zygote`,
 a single-threaded interpreter that imports the CLI and every command's module, then waits. For each command it
 is sent argv, env and cwd with the caller's three pipe ends (SCM_RIGHTS); it forks, and the child does what
 `python -m eagle_console ARGV` would after its imports — fds 0-2 from the caller, no other descriptor, the
-environment and working directory given, `eagle_console.cli.main(ARGV)` — and exits with its status, which the
-zygote waits for and sends back. The child is forked from a process that never ran a command, so it starts
-with no state a fresh process would not have; only the imports are done.
+environment and working directory given, `eagle_console.cli.main(ARGV)`, then what the interpreter does at
+exit (threads, atexit, flush) — and exits with its status, which the zygote reports by pid (commands may run
+side by side). The child is forked from a process that never ran a command, so it starts with no state a
+fresh process would not have; only the imports are done.
 
 What it is not: a fresh interpreter. A test of what a fresh `eagle-console` process imports or how it starts
 (`test_core_imports`, `test_cli_start_imports`), of its command line as `ps` shows it, of the entry point
@@ -292,10 +293,12 @@ def _child(request: dict, fds: list[int]) -> None:
             print(code, file=sys.stderr)
             code = 1
     finally:
-        for stream in (sys.stdout, sys.stderr):
+        # what the interpreter does at exit, in its order: wait for non-daemon threads, run the atexit
+        # callbacks (`demo --nodes` stops its Ray cluster from one), flush the streams
+        for last in (threading._shutdown, atexit._run_exitfuncs, sys.stdout.flush, sys.stderr.flush):
             try:
-                stream.flush()
-            except Exception:  # noqa: BLE001 - a closed pipe: nothing more to say
+                last()
+            except Exception:  # noqa: BLE001 - a closed pipe, a callback that failed: as at a real exit
                 pass
         os._exit(code if isinstance(code, int) else 0 if code is None else 1)
 
