@@ -76,7 +76,8 @@ def _remember_drafter_tensors() -> None:
 
 # Handed out first (`--no-loadscope-reorder` keeps this order): the groups that wait longest, so none of them
 # starts late and ends the run alone; then the other groups, then every other test in file order.
-LONGEST_FIRST = ("netns-test_cluster_long_faults", "netns-test_cluster_faults", "ray", "tmux")
+LONGEST_FIRST = ("netns-test_cluster_long_faults", "netns-test_cluster_faults", "ray", "netns-test_cluster_blip",
+                 "tmux")
 
 
 def xdist_group(item: pytest.Item) -> str | None:
