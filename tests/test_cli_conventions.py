@@ -35,9 +35,8 @@ title = "P"
 """
 
 
-def cli(*args: str | Path, env: dict[str, str] | None = None, cwd: Path = REPO,
-        **kw) -> subprocess.CompletedProcess[str]:
-    return clikit.run(args, timeout=60, cwd=cwd, env={**os.environ, **(env or {})}, **kw)
+def cli(*args: str | Path, env: dict[str, str] | None = None, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return clikit.run(args, timeout=60, cwd=cwd, env={**os.environ, **(env or {})})
 
 
 @pytest.fixture
