@@ -53,9 +53,10 @@ class Command:
     """A command started by `start`: `subprocess.Popen(…, stdout=PIPE, stderr=PIPE or STDOUT, text=True)`
     for what the tests ask of one (pid, communicate, wait, returncode)."""
 
-    def __init__(self, args: list[str], pid: int, out_r: int, err_r: int | None) -> None:
+    def __init__(self, args: list[str], pid: int, out_r: int, err_r: int | None, zygote: socket.socket) -> None:
         self.args = [sys.executable, "-m", "eagle_console", *args]
         self.pid = pid
+        self._zygote = zygote  # the one that reports this pid's end (a later one, after it died, never would)
         self.returncode: int | None = None
         self._pipes = (out_r, err_r)
 
@@ -79,7 +80,7 @@ class Command:
 
     def wait(self, timeout: float | None = None) -> int:
         if self.returncode is None:
-            status = _status_of(self.pid, None if timeout is None else time.monotonic() + timeout)
+            status = _status_of(self.pid, self._zygote, None if timeout is None else time.monotonic() + timeout)
             if status is None:
                 raise subprocess.TimeoutExpired(self.args, timeout or 0)
             self.returncode = os.waitstatus_to_exitcode(status)
@@ -107,7 +108,7 @@ def start(argv: Sequence[object], *, env: Mapping[str, str] | None = None, cwd: 
     finally:
         for fd in {in_r, out_w, err_w}:
             os.close(fd)
-    return Command(args, int(message["started"]), out_r, err_r)
+    return Command(args, int(message["started"]), out_r, err_r, sock)
 
 
 def run(argv: Sequence[object], *, env: Mapping[str, str] | None = None, cwd: str | Path | None = None,
@@ -119,14 +120,14 @@ def run(argv: Sequence[object], *, env: Mapping[str, str] | None = None, cwd: st
     return subprocess.CompletedProcess(command.args, command.returncode, out, err)
 
 
-def _status_of(pid: int, deadline: float | None) -> int | None:
+def _status_of(pid: int, sock: socket.socket, deadline: float | None) -> int | None:
     while True:
         with _talk:
             if pid in _ended:
                 return _ended.pop(pid)
             if deadline is not None and time.monotonic() >= deadline:
                 return None
-            message = _message(_started()[1], deadline, quiet=True)
+            message = _message(sock, deadline, quiet=True)  # its end, or "the CLI zygote ended"
             if message is not None:
                 _ended[message["ended"]] = message["status"]
 
@@ -151,13 +152,14 @@ def _stop(proc: subprocess.Popen, sock: socket.socket) -> None:
         proc.kill()
 
 
-_pending = bytearray()  # what the zygote sent past the last whole line
+_pending: dict[socket.socket, bytearray] = {}  # what each zygote sent past its last whole line
 
 
 def _message(sock: socket.socket, deadline: float | None, quiet: bool = False) -> dict | None:
     """The zygote's next line; None if `quiet` and nothing came by the deadline (a short wait: others may
     be waiting on the socket too)."""
-    while b"\n" not in _pending:
+    pending = _pending.setdefault(sock, bytearray())
+    while b"\n" not in pending:
         left = None if deadline is None else deadline - time.monotonic()
         if quiet:
             left = 0.05 if left is None else min(0.05, left)
@@ -170,9 +172,9 @@ def _message(sock: socket.socket, deadline: float | None, quiet: bool = False) -
             raise RuntimeError("the CLI zygote (tests/clikit.py) did not answer") from None
         if not data:
             raise RuntimeError("the CLI zygote (tests/clikit.py) ended")
-        _pending.extend(data)
-    line, _, rest = bytes(_pending).partition(b"\n")
-    _pending[:] = rest
+        pending.extend(data)
+    line, _, rest = bytes(pending).partition(b"\n")
+    pending[:] = rest
     return json.loads(line)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -87,3 +88,20 @@ def test_past_its_timeout_the_command_is_killed(tmp_path: Path) -> None:
         out = clikit.run(["rollback", plan, "0.2", "--yes"], env=env)
         assert out.returncode == 0, out.stderr
     assert json.loads(clikit.run(["status", plan, "--json"], env=env).stdout)["schema"] == 1
+
+
+def test_a_wait_on_a_zygote_that_died_says_so_instead_of_waiting_on_its_successor(tmp_path: Path) -> None:
+    plan = write_plan(tmp_path, PLAN)
+    command = clikit.start(["run", plan, "0.2", "--wait"])
+    zygote = clikit._zygote[0]
+    try:
+        zygote.kill()
+        zygote.wait()
+        clikit.run(["--version"])  # a new zygote for what comes next
+        with pytest.raises(RuntimeError, match="the CLI zygote .* ended"):
+            command.wait(timeout=10)
+    finally:
+        os.kill(command.pid, signal.SIGKILL)
+        run = wait_for(lambda: next(iter(engine_for(plan).journal.open_runs()), None))
+        assert clikit.run(["rollback", plan, "0.2", "--yes"]).returncode == 0
+        assert not session_pids(run.sid)
