@@ -27,19 +27,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_metrics(args: argparse.Namespace) -> int:
-    from eagle_console.ops.metrics import MetricsWatch, service_problem
+    from eagle_console.ops.metrics import MetricsWatch, read_once, service_problem
 
     plan = load_plan(args.plan, args.state_dir)
     problem = service_problem(plan, args.service)
     if problem is not None:
         raise CliError(problem)
     journal = read_journal(plan)
+    if not args.watch:  # one reading, as the agent's `metrics` tool takes it
+        try:
+            doc = read_once(plan, journal, args.service)
+        finally:
+            journal.close()
+        print_json(doc) if args.json else _print(doc, full=True)
+        return _exit_code(doc)
     watch = MetricsWatch(plan, journal, args.service, follow_selection=args.service is None)
     try:
-        if not args.watch:
-            doc = watch.poll()
-            print_json(doc) if args.json else _print(doc, full=True)
-            return _exit_code(doc)
         shown: set[tuple[str, str]] = set()
         while True:
             doc = watch.poll()
