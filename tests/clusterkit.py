@@ -92,7 +92,7 @@ def ray_cluster():
 
 def _stop_kept_drivers() -> None:
     """Before their cluster: a kept driver whose GCS is gone spins in Ray's error-listener thread at a full core
-    until its next probe finds the port refused (up to 5 s, cluster/driverserve.py), while the rest of the suite
+    until its next probe finds the port refused (up to 1 s, cluster/driverserve.py; 5 s before), while the rest of the suite
     runs; a test after this gets a fresh driver, as after any driver's end."""
     from eagle_console.cluster.keptdriver import stop_kept
 
