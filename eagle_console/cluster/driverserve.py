@@ -27,7 +27,8 @@ EXIT_MARK = "driver exits: "  # the log line an asker quotes when its driver end
 # How often a kept driver checks that its head's GCS port still answers. While the GCS is gone Ray's error
 # listener in this process spins a core (ray 2.60 `_private/worker.py` listen_error_messages), so the probe
 # is what ends that: every 5 s the driver burned a median 1.6 CPU-s a head death, every 1 s 0.2-0.4
-# (benchmarks/driver_head_loss.py); a TCP connect a second to the GCS costs neither side anything seen.
+# (benchmarks/driver_head_loss.py), for one TCP connect a second to the GCS port (refused only when
+# nothing listens there: a full accept queue drops, it does not refuse).
 PROBE_EVERY_S = 1.0
 LOST_S = 90.0  # a GCS port silent this long: the head is lost (Ray's client gives up after 60 s anyway)
 SEND_S = 10.0  # an asker that does not read its answers for this long (stopped) is dropped
