@@ -196,15 +196,11 @@ def remove_socket(path: Path, inode: int) -> None:
 def watch(server: Server, address: str, keep: float, leave: Callable[..., None]) -> None:
     """A kept driver's end: `keep` seconds without an asker, or its head lost (refused, or LOST_S silent)."""
     silent_since: float | None = None
-    next_probe = time.monotonic() + PROBE_EVERY_S
     while True:
-        time.sleep(1.0)
+        time.sleep(PROBE_EVERY_S)
         if server.close_if_idle(keep):
             leave(f"no asker for {keep:g}s", polite=True)
-        if time.monotonic() < next_probe:
-            continue
         why, refused = probe_gcs(address)
-        next_probe = time.monotonic() + PROBE_EVERY_S
         if refused:
             leave(f"{why} (the head's GCS is gone)")
         if why is None:
