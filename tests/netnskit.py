@@ -38,6 +38,12 @@ import psutil
 
 SUBNET = "10.77.0"
 GPUS = 8
+# the console's short deadlines, so a test does not wait Ray's own minute (cluster/link.py)
+FAST = {"EAGLE_CONSOLE_RAY_CALL_S": "3", "EAGLE_CONSOLE_RAY_CONNECT_S": "20", "EAGLE_CONSOLE_RAY_RETRY_S": "3"}
+# Ray's own health checks, as on a real cluster: a node is declared dead after 5 failed 3 s probes
+# (`ray_config_def.h` health_check_period_ms 3000 / timeout 10000 / failure_threshold 5, Ray 2.60)
+RAY_DEFAULT_HEALTH = {"RAY_health_check_period_ms": "3000", "RAY_health_check_timeout_ms": "10000",
+                      "RAY_health_check_failure_threshold": "5"}
 # PID 1 of a host: reaps whatever is reparented to it (Ray's workers, a step's orphans), ends on SIGTERM.
 REAPER = ("import os, signal, sys, time\n"
           "signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))\n"
@@ -266,6 +272,19 @@ def restart_node(cluster, name: str) -> None:
             p.kill()
     cluster.nodes[name].proc.wait(10)
     cluster.restart(name)
+
+
+@contextlib.contextmanager
+def two_host_cluster(extra_env: dict[str, str] | None = None) -> Iterator[tuple[TwoHosts, object]]:
+    """Two hosts and a cluster on them (head on A, raylet on B), stopped and taken down on the way out."""
+    with two_hosts() as net:
+        started = time.monotonic()
+        cluster = start_two_host_cluster(net, extra_env)
+        print(f"\n[netnskit] two hosts, cluster up in {time.monotonic() - started:.1f}s at {cluster.address}")
+        try:
+            yield net, cluster
+        finally:
+            cluster.stop()
 
 
 @contextlib.contextmanager

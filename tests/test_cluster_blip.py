@@ -21,19 +21,13 @@ WHY_NOT = netnskit.skip_reason()
 if WHY_NOT:
     pytestmark.append(pytest.mark.skip(reason=f"two hosts as network namespaces: {WHY_NOT}"))
 
-RAY_DEFAULT_HEALTH = {"RAY_health_check_period_ms": "3000", "RAY_health_check_timeout_ms": "10000",
-                      "RAY_health_check_failure_threshold": "5"}
-FAST = {"EAGLE_CONSOLE_RAY_CALL_S": "3", "EAGLE_CONSOLE_RAY_CONNECT_S": "20", "EAGLE_CONSOLE_RAY_RETRY_S": "3"}
+FAST = netnskit.FAST
 
 
 @pytest.fixture(scope="module")
 def hosts():
-    with netnskit.two_hosts() as net:
-        cluster = netnskit.start_two_host_cluster(net, extra_env=RAY_DEFAULT_HEALTH)
-        try:
-            yield net, cluster
-        finally:
-            cluster.stop()
+    with netnskit.two_host_cluster(netnskit.RAY_DEFAULT_HEALTH) as net_and_cluster:
+        yield net_and_cluster
 
 
 def b1(net, plan) -> dict:

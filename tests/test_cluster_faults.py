@@ -26,8 +26,6 @@ WHY_NOT = netnskit.skip_reason()
 if WHY_NOT:
     pytestmark.append(pytest.mark.skip(reason=f"two hosts as network namespaces: {WHY_NOT}"))
 
-# short deadlines, so the tests do not wait Ray's own minute (cluster/link.py)
-FAST = {"EAGLE_CONSOLE_RAY_CALL_S": "3", "EAGLE_CONSOLE_RAY_CONNECT_S": "20", "EAGLE_CONSOLE_RAY_RETRY_S": "3"}
 # How long Ray's processes go on without the GCS before Ray ends them ("Failed to connect to GCS within N
 # seconds"): 60 s by default (`gcs_rpc_server_reconnect_timeout_s`, ray_config_def.h, Ray 2.60), read from
 # RAY_gcs_rpc_server_reconnect_timeout_s by every Ray process (raylet, agents, drivers). Shorter here, for
@@ -36,7 +34,7 @@ FAST = {"EAGLE_CONSOLE_RAY_CALL_S": "3", "EAGLE_CONSOLE_RAY_CONNECT_S": "20", "E
 # timeout (docs/cluster.md, "Faults"): 15 s of that, not 60. Every other fault here is over in seconds.
 RECONNECT_S = 15
 RAY_RECONNECT = {"RAY_gcs_rpc_server_reconnect_timeout_s": str(RECONNECT_S)}
-FAST.update(RAY_RECONNECT)
+FAST = {**netnskit.FAST, **RAY_RECONNECT}
 STEPS = '''
 [[phase.step]]
 id = "a1"
@@ -52,14 +50,8 @@ run = "echo ON-B; exec sleep 600"
 
 @pytest.fixture(scope="module")
 def hosts():
-    with netnskit.two_hosts() as net:
-        started = time.monotonic()
-        cluster = netnskit.start_two_host_cluster(net, extra_env=RAY_RECONNECT)
-        print(f"\n[netnskit] two hosts, cluster up in {time.monotonic() - started:.1f}s at {cluster.address}")
-        try:
-            yield net, cluster
-        finally:
-            cluster.stop()
+    with netnskit.two_host_cluster(RAY_RECONNECT) as net_and_cluster:
+        yield net_and_cluster
 
 
 def _plan(net, cluster, name: str) -> Path:
