@@ -71,6 +71,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--events", type=int, nargs=2, default=[100, 50_000])
     ap.add_argument("--child", type=Path)
+    ap.add_argument("--fill", type=Path, help="(internal) write --events' first count of events into this plan's journal")
     ap.add_argument("--sim", type=Path)
     ap.add_argument("--before", type=Path, default=None,
                     help="an older checkout: its console idles on the same journals in the same run (before/after)")
@@ -78,34 +79,44 @@ def main() -> int:
     if args.child:
         child(args.child, args.sim, args.seconds)
         return 0
+    if args.fill:
+        print(fill(args.fill, args.events[0]))
+        return 0
     from eagle_console.sim import gpustate
 
     root = Path(tempfile.mkdtemp())
     sim = root / "sim"
     gpustate.create_node(sim, gpus=8)
-    plans: dict[int, Path] = {}
-    for n in args.events:
-        plan_path = plans[n] = root / f"h{n}" / "plan.toml"
-        plan_path.parent.mkdir()
-        plan_path.write_text(plan_text())
-        t0 = time.monotonic()
-        written = fill(plan_path, n)
-        print(f"journal of {written} events written in {time.monotonic() - t0:.1f}s", flush=True)
     trees = {"now": None, "before": args.before.resolve()} if args.before else {"now": None}
+
+    def run_in(tree: Path | None, *argv: str) -> str:
+        """This script in a process of its own with `tree`'s code (None: this checkout's); its stdout."""
+        env = {**os.environ, "EAGLE_CONSOLE_GPU_BACKEND": "sim"}
+        if tree is not None:  # the older code first on sys.path, the benchmark's own helpers still found
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), str(Path(__file__).resolve().parent),
+                                                              env.get("PYTHONPATH")]))
+        r = subprocess.run([sys.executable, __file__, *argv], capture_output=True, text=True, env=env,
+                           cwd=tree or Path(__file__).resolve().parent.parent)
+        if r.returncode != 0:
+            sys.exit(r.stderr[-2000:])
+        return r.stdout.strip().splitlines()[-1]
+
+    # Each tree's journals written by its own code: a journal of one version may be of a schema the other
+    # refuses, and each version reads the history it writes.
+    plans: dict[tuple[str, int], Path] = {}
+    for label, tree in trees.items():
+        for n in args.events:
+            plan_path = plans[label, n] = root / label / f"h{n}" / "plan.toml"
+            plan_path.parent.mkdir(parents=True)
+            plan_path.write_text(plan_text())
+            t0 = time.monotonic()
+            written = run_in(tree, "--fill", str(plan_path), "--events", str(n), str(n))
+            print(f"{label}: journal of {written} events written in {time.monotonic() - t0:.1f}s", flush=True)
     pct: dict[tuple[str, int], float] = {}
     for n in args.events:  # each size, the trees one after the other: the machine's load alike for both
         for label, tree in trees.items():
-            env = {**os.environ, "EAGLE_CONSOLE_GPU_BACKEND": "sim"}
-            if tree is not None:  # the older code first on sys.path, the benchmark's own helpers still found
-                env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), str(Path(__file__).resolve().parent),
-                                                                  env.get("PYTHONPATH")]))
-            r = subprocess.run([sys.executable, __file__, "--child", str(plans[n]), "--sim", str(sim),
-                                "--seconds", str(args.seconds)], capture_output=True, text=True, env=env,
-                               cwd=tree or Path(__file__).resolve().parent.parent)
-            if r.returncode != 0:
-                print(r.stderr[-2000:], file=sys.stderr)
-                return 1
-            pct[label, n] = json.loads(r.stdout.strip().splitlines()[-1])["cpu_pct"]
+            out = run_in(tree, "--child", str(plans[label, n]), "--sim", str(sim), "--seconds", str(args.seconds))
+            pct[label, n] = json.loads(out)["cpu_pct"]
     small, large = args.events
     for label in trees:
         a, b = pct[label, small], pct[label, large]

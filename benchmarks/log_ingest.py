@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -144,7 +145,11 @@ def main() -> int:
         env = dict(os.environ)
         if tree is not None:  # the older code first on sys.path
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), env.get("PYTHONPATH")]))
-        r = subprocess.run([sys.executable, __file__, "--child-console", str(folder), "--seconds", str(ARGS.seconds),
+        # each its own copy of the plan, so its own journal: one version's may be of a schema the other refuses
+        own = folder / ("now" if tree is None else "before")
+        own.mkdir()
+        shutil.copy(plan_path, own / "plan.toml")
+        r = subprocess.run([sys.executable, __file__, "--child-console", str(own), "--seconds", str(ARGS.seconds),
                             "--rate", str(ARGS.rate)], capture_output=True, text=True, env=env,
                            cwd=tree or Path(__file__).resolve().parent.parent)
         if r.returncode != 0:
