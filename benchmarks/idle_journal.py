@@ -71,10 +71,11 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--events", type=int, nargs=2, default=[100, 50_000])
     ap.add_argument("--child", type=Path)
-    ap.add_argument("--fill", type=Path, help="(internal) write --events' first count of events into this plan's journal")
+    ap.add_argument("--fill", type=Path, help="(internal) fill this plan's journal with --events' first count, by this process's code")
     ap.add_argument("--sim", type=Path)
     ap.add_argument("--before", type=Path, default=None,
-                    help="an older checkout: its console idles on the same journals in the same run (before/after)")
+                    help="an older checkout: its console idles on journals of the same sizes, written by its own code, in the "
+                         "same run (before/after)")
     args = ap.parse_args()
     if args.child:
         child(args.child, args.sim, args.seconds)
