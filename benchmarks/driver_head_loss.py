@@ -32,6 +32,7 @@ def one(checkout: Path, phase_s: float) -> dict:
     import psutil
 
     from eagle_console.cluster import start_local_cluster
+    from eagle_console.cluster.keptdriver import stop_kept
     from eagle_console.sim import gpustate
 
     root = Path(tempfile.mkdtemp(prefix="ecb-", dir="/tmp"))
@@ -70,8 +71,7 @@ def one(checkout: Path, phase_s: float) -> dict:
         return {"cpu_s": round(cpu - before, 3), "life_s": round(time.monotonic() - killed, 2)}
     finally:
         cluster.stop()
-        subprocess.run([sys.executable, "-m", "eagle_console.cluster.keptdriver", "stop"],
-                       env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)}, capture_output=True)
+        stop_kept(runtime / "eagle-console")  # this rep's kept drivers (XDG_RUNTIME_DIR/eagle-console)
 
 
 def main() -> int:

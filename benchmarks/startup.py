@@ -77,8 +77,8 @@ def main() -> int:
     console = [sys.executable, "-m", "eagle_console", "tui", str(plan.resolve())]
     bare = [sys.executable, str(ROOT / "benchmarks" / "_bare_app.py")]
     # The older code from its own tree: first on sys.path (the cwd of `-m`, then PYTHONPATH), so neither
-    # the editable install nor this checkout is what it imports.
-    # and its own state dir: a journal written by one version may be of a schema the other refuses
+    # the editable install nor this checkout is what it imports; and its own state dir, since a journal
+    # written by one version may be of a schema the other refuses.
     before_env = ({**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(args.before.resolve()),
                                                                    env.get("PYTHONPATH")])),
                    "EAGLE_CONSOLE_STATE": str(tmp / "state-before")}
