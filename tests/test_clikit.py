@@ -101,7 +101,9 @@ def test_a_wait_on_a_zygote_that_died_says_so_instead_of_waiting_on_its_successo
         with pytest.raises(RuntimeError, match="the CLI zygote .* ended"):
             command.wait(timeout=10)
     finally:
+        # the command lives on without its zygote: let it start the run's action before it is killed, or a
+        # kill between its journaling the run and its supervisor's start leaves a run that is only starting
+        run = wait_for(lambda: next((r for r in engine_for(plan).journal.open_runs() if r.sid), None))
         os.kill(command.pid, signal.SIGKILL)
-        run = wait_for(lambda: next(iter(engine_for(plan).journal.open_runs()), None))
         assert clikit.run(["rollback", plan, "0.2", "--yes"]).returncode == 0
         assert not session_pids(run.sid)

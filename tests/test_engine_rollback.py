@@ -152,3 +152,25 @@ def test_unavailable_builtin_fails_clearly_not_silently(tmp_path):
     assert run.outcome == "failed"
     if not available("extraction.verify"):
         assert "not available yet" in open(run.log).read()
+
+
+def test_a_run_begun_but_not_yet_started_is_said_to_be_starting_not_to_lack_an_undo(tmp_path):
+    """The window between `run` journaling its start and the supervisor recording the action's session
+    (a CI run hit it: `run --wait` killed in it): the step has no `rollback`, but the refusal must say
+    why it cannot be rolled back now, not tell the operator to add one or to --force a mark."""
+    path = write_plan(tmp_path, """
+        [[phase]]
+        id = "0"
+        title = "P"
+          [[phase.step]]
+          id = "0.1"
+          title = "long"
+          run = "sleep 60"
+    """)
+    eng = engine_for(path)
+    run_id = eng.journal.begin_run("0.1", command="sleep 60", log=None)  # what `run` writes before its supervisor
+    for force in (False, True):
+        with pytest.raises(Refused, match=r"step 0\.1 is starting \(run 1 of step 0\.1 .*try again") as caught:
+            plan_rollback(eng, "0.1", force=force)
+        assert "no `rollback`" not in str(caught.value)
+    assert eng.journal.statuses()["0.1"] == "in_progress" and not eng.journal.run(run_id).finished

@@ -112,6 +112,9 @@ def _undo_item(engine: Engine, step: Step, force: bool = False) -> UndoItem:
     if stop:  # a service, or an action whose supervisor died (lost) that still runs
         what = "stop the service" if step.service else "stop its action (still running)"
         return UndoItem(step.id, what, None, stop)
+    if run and run.kind == "action" and not run.finished:  # begun, but its supervisor has not recorded the action's session yet
+        raise Refused(f"step {step.id} is starting ({engine.journal.run_label(run.id)}: its action is not "
+                      "recorded yet): try again in a moment")
     if force:
         return UndoItem(step.id, "no rollback defined: marked rolled back only (forced)", mark_only=True)
     raise Refused(f"step {step.id} has no `rollback` and no built-in undo: add one to the plan, or mark it by "
