@@ -268,10 +268,27 @@ def test_consoles_stop_with_the_server(plan: Path, how: str) -> None:
             os.killpg(server.pid, signal.SIGINT)
         await asyncio.get_running_loop().run_in_executor(None, lambda: server.wait(60))
         _gone, alive = psutil.wait_procs(consoles, timeout=30)
+        said = [what_it_does(p) for p in alive]  # for the failure: seen once in a suite run, not alone
         for p in alive:  # leave nothing behind, whatever the verdict
             p.kill()
         await session.close()
-        return [p.pid for p in alive]
+        return said
 
     with served([str(plan)], port) as proc:
         assert asyncio.run(scenario(proc)) == []
+
+
+def what_it_does(proc) -> str:
+    """A console left running: its state and, where py-spy can attach, each thread's Python stack."""
+    try:
+        head = f"pid {proc.pid} {proc.status()} {' '.join(proc.cmdline())}"
+    except Exception as exc:  # noqa: BLE001 - gone meanwhile
+        return f"pid {proc.pid}: {exc!r}"
+    spy = Path(sys.executable).with_name("py-spy")
+    if not spy.exists():
+        return head
+    try:
+        dump = subprocess.run([str(spy), "dump", "--pid", str(proc.pid)], capture_output=True, text=True, timeout=20)
+        return f"{head}\n{dump.stdout}{dump.stderr}"
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"{head} (py-spy: {exc!r})"
