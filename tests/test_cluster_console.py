@@ -81,6 +81,8 @@ def test_a_killed_raylet_is_unreachable_in_the_gpus_pane_within_5s(ray_cluster, 
             read = [{k: e.get(k) for k in ("name", "reachable", "error", "reading_age_s")} for e in sections.entries]
             raise AssertionError(f"{exc}; last read {read}; pane: {text[text.find('node b'):][:300]!r}") from None
         seen["after_s"] = time.monotonic() - killed
+        why = next((e.get("error") for e in sections.entries if e.get("name") == "b"), None)
+        print(f"[console] node b UNREACHABLE {seen['after_s']:.1f}s after its raylet's SIGKILL: {why}")
         text = screen_text(app)
         b = text[text.index("node b"):]
         assert "last reading" in b and b.count("/95.6") == 3, b  # its three GPUs from the last reading, dimmed

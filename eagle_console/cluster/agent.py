@@ -34,6 +34,40 @@ def _tracked(tracked: list | None) -> list:
     return [t if isinstance(t, TrackedRun) else TrackedRun(**t) for t in tracked or []]
 
 
+class RayletGone(RuntimeError):
+    """This agent's raylet has died: its node is out of the cluster, whatever the agent could still read."""
+
+
+def raylet_gone() -> str | None:
+    """Why this worker's raylet is gone (exited, a zombie not yet reaped, its pid another program's now), or
+    None while it runs or outside a Ray worker. A killed raylet's workers go on answering direct actor calls
+    until Ray's own check stops them (a poll of the raylet's pid, which a zombie passes until `ray start`
+    reaps it): seconds, more on a loaded machine, in which the node would read as live. RAY_RAYLET_PID is
+    in every Ray worker's environment (Ray 2.60 `_private/ray_constants.py` RAY_INTERNAL_FLAGS, read by
+    `_private/process_watcher.py` get_raylet_pid)."""
+    pid = os.environ.get("RAY_RAYLET_PID", "")
+    if not pid.isdigit():
+        return None
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return f"its raylet (pid {pid}) has exited"
+    except OSError:  # no /proc (not Linux): Ray's own check is all there is
+        return None
+    name, _, rest = stat.partition(" (")[2].rpartition(") ")
+    if rest[:1] in ("Z", "X"):
+        return f"its raylet (pid {pid}) has exited"
+    if name != "raylet":
+        return f"its raylet (pid {pid}) has exited (the pid is {name!r} now)"
+    return None
+
+
+def _in_the_cluster(node: str) -> None:
+    """Refuse to read or kill for a node whose raylet died: the asker takes the node as unreachable at once."""
+    if why := raylet_gone():
+        raise RayletGone(f"node {node}: {why}")
+
+
 class NodeAgent:
     def __init__(self, name: str) -> None:
         self.name = name
@@ -96,6 +130,7 @@ class NodeAgent:
 
     def read(self, tracked: list | None = None) -> dict[str, Any]:
         """The node's `gpus --json` document (cli.md) with its holders, taken now."""
+        _in_the_cluster(self.name)
         from eagle_console.node.reading import read_once
         from eagle_console.node.tracked import judged_here
 
@@ -113,6 +148,7 @@ class NodeAgent:
         from eagle_console.node import holders as kills
         from eagle_console.node.tracked import judged_here
 
+        _in_the_cluster(self.name)
         # the console's runs and rank sessions here are the tracked; whether their leaders run is judged here
         with kills.scan(self._sim(), tracked=judged_here(_tracked(tracked))) as found:
             # the console's hand-picked pids (scope "selected") are chosen among all holders, then narrowed
