@@ -53,6 +53,6 @@ def test_outside_a_ray_worker_the_agent_reads(tmp_path: Path, monkeypatch: pytes
     assert raylet_gone() is None and len(NodeAgent("a").read()["gpus"]) == 2
 
 
-def test_a_pid_taken_by_another_program_is_not_the_raylet(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RAY_RAYLET_PID", str(os.getpid()))  # this pytest: alive, but not a raylet
-    assert "has exited (the pid is" in (raylet_gone() or "")
+def test_a_live_raylet_under_another_name_is_live(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAY_RAYLET_PID", str(os.getpid()))  # e.g. run under valgrind: alive is what counts
+    assert raylet_gone() is None
