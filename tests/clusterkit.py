@@ -240,3 +240,12 @@ def orphans_on(cluster, names: tuple[str, ...] = ("a", "b")) -> Iterator[dict[st
         for pid in (p for ps in pids.values() for p in ps):
             if running(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def pid_state(pid: int) -> str:
+    """For a failure message: what became of a process the test killed (a SIGKILL not yet taken: `disk-sleep`)."""
+    try:
+        proc = psutil.Process(pid)
+        return f"pid {pid} {proc.name()} {proc.status()}"
+    except psutil.NoSuchProcess:
+        return f"pid {pid} gone"

@@ -31,13 +31,13 @@ def raylet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> subprocess.Popen:
     proc.wait()
 
 
-def test_an_agent_whose_raylet_died_refuses_to_read_or_kill(raylet: subprocess.Popen) -> None:
+def test_an_agent_whose_raylet_died_refuses_to_read_kill_or_answer_for_a_run(raylet: subprocess.Popen) -> None:
     agent = NodeAgent("b")
     assert raylet_gone() is None and len(agent.read()["gpus"]) == 1  # its raylet runs: the node reads
     os.kill(raylet.pid, signal.SIGKILL)
     os.waitid(os.P_PID, raylet.pid, os.WEXITED | os.WNOWAIT)  # dead, not reaped: a zombie, as under `ray start`
     assert Path(f"/proc/{raylet.pid}/stat").read_text().split(") ")[1][0] == "Z"
-    for call in (agent.read, lambda: agent.kill("orphans", [], grace=1.0)):
+    for call in (agent.read, lambda: agent.kill("orphans", [], grace=1.0), lambda: agent.node_run("raysubmit_x")):
         with pytest.raises(RayletGone, match=rf"node b: its raylet \(pid {raylet.pid}\) has exited"):
             call()
     raylet.wait()  # reaped: the pid is gone

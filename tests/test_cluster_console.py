@@ -9,7 +9,7 @@ import re
 import signal
 import time
 
-from clusterkit import cluster_plan, needs_ray, orphans_on, running
+from clusterkit import cluster_plan, needs_ray, orphans_on, pid_state, running
 from tuikit import drive, open_app, screen_text, until
 
 from eagle_console.sim import gpustate, orphans
@@ -71,15 +71,17 @@ def test_a_killed_raylet_is_unreachable_in_the_gpus_pane_within_5s(ray_cluster, 
         sections = _sections(app)
         await until(pilot, lambda: sections.entries and all(e["reachable"] for e in sections.entries), timeout=60,
                     what="both nodes read")
-        os.kill(ray_cluster.nodes["b"].raylet_pid(), signal.SIGKILL)
+        raylet = ray_cluster.nodes["b"].raylet_pid()
+        os.kill(raylet, signal.SIGKILL)
         killed = time.monotonic()
         try:
             await until(pilot, lambda: re.search(r"node b · [\d.]+ · UNREACHABLE", screen_text(app)), timeout=10,
                         what="node b unreachable")
-        except AssertionError as exc:  # seen once in a suite run: what the pane and its last read said then
+        except AssertionError as exc:  # seen in suite runs: what the pane, its last read and the raylet said then
             text = screen_text(app)
             read = [{k: e.get(k) for k in ("name", "reachable", "error", "reading_age_s")} for e in sections.entries]
-            raise AssertionError(f"{exc}; last read {read}; pane: {text[text.find('node b'):][:300]!r}") from None
+            raise AssertionError(f"{exc}; last read {read}; the raylet: {pid_state(raylet)}; "
+                                 f"pane: {text[text.find('node b'):][:300]!r}") from None
         seen["after_s"] = time.monotonic() - killed
         why = next((e.get("error") for e in sections.entries if e.get("name") == "b"), None)
         print(f"[console] node b UNREACHABLE {seen['after_s']:.1f}s after its raylet's SIGKILL: {why}")

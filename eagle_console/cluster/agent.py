@@ -62,7 +62,8 @@ def raylet_gone() -> str | None:
 
 
 def _in_the_cluster(node: str) -> None:
-    """Refuse to read or kill for a node whose raylet died: the asker takes the node as unreachable at once."""
+    """Refuse to read, kill or answer for a run on a node whose raylet died: the asker takes the node as
+    unreachable at once. A stop of a run (`stop_node_run`) is still carried out while the agent lives."""
     if why := raylet_gone():
         raise RayletGone(f"node {node}: {why}")
 
@@ -115,6 +116,7 @@ class NodeAgent:
         (cluster/noderuns.py): the console's word on a run whose job the cluster forgot or failed."""
         from eagle_console.cluster.noderuns import look
 
+        _in_the_cluster(self.name)  # as `read`: one verdict on the node, not "reads unreachable, run known"
         return look(job_id, with_log)
 
     def stop_node_run(self, job_id: str, grace: float) -> dict[str, Any]:

@@ -165,6 +165,8 @@ def ask_node(address: str, node: str, job_id: str, with_log: bool = False) -> di
     except RemoteError as exc:  # what Ray raised in the driver, by its class names (cluster/link.py)
         if exc.is_a("GetTimeoutError"):
             raise NodeUnreachable(f"node {node}'s agent did not answer within {NODE_ANSWER_S:g}s") from None
+        if exc.is_a("RayletGone"):  # the agent outlived its raylet (cluster/agent.py raylet_gone)
+            raise NodeUnreachable(f"node {node}'s raylet has died") from None
         if exc.is_a("RayError"):  # RayActorError and its ActorUnavailableError / ActorDiedError among them
             raise NodeUnreachable(f"node {node}'s agent cannot be reached ({exc.kinds[0]})") from None
         raise
