@@ -60,7 +60,12 @@ def test_an_approver_killed_while_carrying_out_a_kill_is_said_once_not_approved_
         while agent.journal.approval(request).status != "approved":
             assert approver.poll() is None and time.monotonic() < deadline, approver.stdout.read()
             time.sleep(0.05)
-        time.sleep(0.5)  # inside the kill's 60 s grace: the SIGTERM is sent, nothing recorded yet
+        # inside the kill's 60 s grace: the SIGTERM is sent (pending on the stopped worker), nothing recorded
+        # yet. A fixed 0.5 s was not enough on a loaded VM: the approver was killed before it had signalled
+        deadline = time.monotonic() + 30
+        while not sigterm_pending(pid):
+            assert approver.poll() is None and time.monotonic() < deadline, approver.stdout.read()
+            time.sleep(0.05)
         assert agent.journal.approval(request).outcome is None
         approver.kill()
         approver.wait()
@@ -81,7 +86,7 @@ def test_an_approver_killed_while_carrying_out_a_kill_is_said_once_not_approved_
         # what the message warns of: the dead approver's SIGTERM was sent, and ends the worker once it runs
         worker = psutil.Process(pid)  # before SIGCONT: it ends (and is reaped) at once
         os.kill(pid, signal.SIGCONT)
-        worker.wait(30)  # 10 s ran out once in a suite run on a slowed VM (740 CPU-s busy), just before it ended
+        worker.wait(10)
         asked, failed = agent.call(agent.kill_orphans, "5s", 0)
         assert not failed and asked["message"] == "no orphan to kill", asked
     finally:
@@ -146,3 +151,11 @@ def test_a_run_the_dead_approver_had_started_is_named_in_what_the_agent_is_told(
     text = approvals.outcome_text(settled)
     assert settled.outcome["run_id"] == run_id and f"run {run_id} had started" in text, text
     assert "approved by" in text and "via console" in text
+
+
+def sigterm_pending(pid: int) -> bool:
+    """A SIGTERM waits on the process (stopped, it cannot take it): bit 15 of its pending masks in
+    /proc/PID/status (ShdPnd: sent to the process, SigPnd: to its thread)."""
+    masks = [int(line.split()[1], 16) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+             if line.startswith(("ShdPnd:", "SigPnd:"))]
+    return any(mask & (1 << (signal.SIGTERM - 1)) for mask in masks)
