@@ -39,12 +39,12 @@ class RayletGone(RuntimeError):
 
 
 def raylet_gone() -> str | None:
-    """Why this worker's raylet is gone (exited, or a zombie not yet reaped), or
-    None while it runs or outside a Ray worker. A killed raylet's workers go on answering direct actor calls
-    until Ray's own check stops them (a poll of the raylet's pid, which a zombie passes until `ray start`
-    reaps it): seconds, more on a loaded machine, in which the node would read as live. RAY_RAYLET_PID is
-    in every Ray worker's environment (Ray 2.60 `_private/ray_constants.py` RAY_INTERNAL_FLAGS, read by
-    `_private/process_watcher.py` get_raylet_pid)."""
+    """Why this worker's raylet is gone (exited, or a zombie not yet reaped); None while it runs, or outside a
+    Ray worker. A killed raylet's workers go on answering direct actor calls until Ray's own check stops them
+    (a poll of the raylet's pid, which a zombie passes until `ray start` reaps it): seconds, more on a loaded
+    machine, in which the node would read as live. RAY_RAYLET_PID is in every Ray worker's environment (Ray
+    2.60 `_private/ray_constants.py` RAY_INTERNAL_FLAGS, read by `_private/process_watcher.py`
+    get_raylet_pid)."""
     pid = os.environ.get("RAY_RAYLET_PID", "")
     if not pid.isdigit():
         return None

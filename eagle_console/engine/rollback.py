@@ -112,7 +112,8 @@ def _undo_item(engine: Engine, step: Step, force: bool = False) -> UndoItem:
     if stop:  # a service, or an action whose supervisor died (lost) that still runs
         what = "stop the service" if step.service else "stop its action (still running)"
         return UndoItem(step.id, what, None, stop)
-    if run and run.kind == "action" and not run.finished:  # begun, but its supervisor has not recorded the action's session yet
+    # begun, but its supervisor has not recorded the action's session yet: nothing to stop, nor to mark
+    if run and run.kind == "action" and not run.finished:
         raise Refused(f"step {step.id} is starting ({engine.journal.run_label(run.id)}: its action is not "
                       "recorded yet): try again in a moment")
     if force:
