@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     from eagle_console.journal.recorder import Recorder
 
 POLL_S = 0.5  # the job's status and log: HTTP calls to the head
+# An ended job whose log cannot be read yet is asked again this long before the undo is failed: the log is
+# served by the node's dashboard agent, which a node just (re)started registers seconds after it is alive
+# (Ray 2.60's job head then answered 500 "Port out of range 0-65535"), and without the log there is no exit.
+LOG_WAIT_S = 30.0
 NODE_CHECK_S = 2.0  # the GCS's node table, asked at most this often while the undo runs
 
 
@@ -33,6 +37,7 @@ class NodeUndo:
     def __init__(self, address: str, node: str, log: Path, note: Callable[[str], None]) -> None:
         self.address, self.node, self.log, self.note = address, node, log, note
         self.copied = 0  # lines of the job's log already appended to the rollback log
+        self.log_error: str | None = None  # why the job's log could not be read at the last poll
 
     def unreachable(self) -> str | None:
         """Why the undo cannot run on the node now (the cluster or the node not there), or None."""
@@ -72,13 +77,23 @@ class NodeUndo:
         stopping_since: float | None = None
         last_node_check = time.monotonic()
         events: list[dict[str, Any]] = []
+        unread_since: float | None = None  # the job ended, its log not read since
         while True:
             try:
                 info = client.get_job_info(job_id)
             except Exception as exc:  # noqa: BLE001 - the head gone: the undo's outcome cannot be known
                 return False, f"lost sight of the undo's Ray job {job_id} on node {self.node}: {exc}"
             terminal = info.status.is_terminal()
-            events = self._copy(client, job_id, terminal) or events
+            copied = self._copy(client, job_id, terminal)
+            events = copied or events
+            if terminal and copied is None:
+                unread_since = unread_since or time.monotonic()
+                if time.monotonic() - unread_since < LOG_WAIT_S:
+                    time.sleep(POLL_S)
+                    continue
+                return False, (f"the undo's Ray job {job_id} on node {self.node} ended {info.status}, but its log "
+                               f"(where its exit is) could not be read for {LOG_WAIT_S:g}s ({self.log_error}): "
+                               "whether it was undone there is not known")
             for e in events:
                 if e.get("kind") == "proc" and not seen_proc:
                     seen_proc = True  # the undo's pids are node b's: journaled with the node, never judged here
@@ -116,7 +131,8 @@ class NodeUndo:
         """The job's new lines appended to the rollback log; the job's events so far (None: log unreadable)."""
         try:
             text = client.get_job_logs(job_id)
-        except Exception:  # noqa: BLE001 - the node's log server busy or gone: read again next time
+        except Exception as exc:  # noqa: BLE001 - the node's log server busy, not up yet or gone: read again
+            self.log_error = str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else type(exc).__name__
             return None
         lines, events = split_log(text if terminal else whole_lines(text), ended=terminal)
         new = lines[self.copied:]
