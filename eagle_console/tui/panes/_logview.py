@@ -8,6 +8,7 @@ threads. (The log view is in `logview.py`, the log-following panes in `follow.py
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
@@ -53,6 +54,8 @@ class Poller(Generic[T]):
         # poll cost ~6 messages and a task each time (at 4 Hz, most of an idle console's CPU).
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
+        self._shown = True  # whether the owner is on screen, as the event loop last found it (_look)
+        self._looked_at = float("-inf")
 
     def start(self, delay: float = 0.0) -> None:
         """Begin polling once the owner is on screen: a reading thread started during the first layout
@@ -70,8 +73,9 @@ class Poller(Generic[T]):
         self._wake.set()
 
     def poke(self) -> None:
-        """Poll now (the selection changed), or right after the one in flight."""
+        """Poll now (the selection changed), or right after the one in flight. On the event loop."""
         if not self.stopped:
+            self._look()
             self._wake.set()
 
     def _spawn(self, delay: float) -> None:
@@ -111,12 +115,29 @@ class Poller(Generic[T]):
             self.apply(result)
         else:
             self.fail(error)
+        self._look()
+
+    def _look(self) -> None:
+        """On the event loop: is the owner on screen now."""
+        try:
+            self._shown = self.owner.is_on_screen
+        except Exception:  # removed meanwhile, the app gone
+            self._shown = False
+        self._looked_at = time.monotonic()
 
     def _on_screen(self) -> bool:
-        try:
-            return self.owner.is_on_screen
-        except Exception:  # removed meanwhile, the app gone
-            return False
+        """In the poller's thread: the loop's last look, asked again at most every LOOK_S. Never Textual's
+        `is_on_screen` from here: with the screen's map stale it arranges the screen, and Textual's layout
+        caches are not thread-safe (a console crashed in its LRUCache with a KeyError, the event loop
+        arranging the same widgets at that moment)."""
+        if time.monotonic() - self._looked_at >= LOOK_S:
+            try:
+                self.owner.app.call_from_thread(self._look)
+            except RuntimeError:  # called on the event loop itself (a test): look from here
+                self._look()
+            except Exception:  # the app is shutting down
+                return False
+        return self._shown
 
     def _next_interval(self) -> float | None:
         """Seconds to the next poll; None: none until poked (hidden, with `sleep_hidden`)."""
