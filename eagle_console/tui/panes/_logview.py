@@ -8,7 +8,6 @@ threads. (The log view is in `logview.py`, the log-following panes in `follow.py
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
@@ -23,7 +22,7 @@ FOLLOW_S = 0.25  # a shown log pane polls ~4 times a second
 QUIET_S = 1.0  # ... and once a second after a second of polls that found nothing (the next line: within 1 s)
 HIDDEN_S = None  # while a pane's tab is not shown: no poll until it is (or the selection changes)
 WATCH_S = 2.0  # ... except a pane that keeps watch while hidden (the Metrics tab's alarms): this often
-LOOK_S = 2.0  # how often a sleeping poller's thread looks whether its pane came back (a zoom undone)
+LOOK_S = 2.0  # how often a sleeping poller's thread reads whether its pane came back (a layout wakes it at once)
 UNCHANGED: Any = object()  # what a poll returns when it found nothing new: nothing is handed to the screen
 
 
@@ -55,7 +54,6 @@ class Poller(Generic[T]):
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._shown = True  # whether the owner is on screen, as the event loop last found it (_look)
-        self._looked_at = float("-inf")
 
     def start(self, delay: float = 0.0) -> None:
         """Begin polling once the owner is on screen: a reading thread started during the first layout
@@ -80,6 +78,11 @@ class Poller(Generic[T]):
 
     def _spawn(self, delay: float) -> None:
         if self.stopped or (self._thread is not None and self._thread.is_alive()):
+            return
+        self._look()
+        try:  # every layout of the owner's screen (a tab switched, a zoom undone) looks again, on the loop
+            self.owner.screen.screen_layout_refresh_signal.subscribe(self.owner, self._on_layout)
+        except Exception:  # noqa: BLE001 - not mounted any more: nothing to poll for
             return
         self._thread = threading.Thread(target=self._loop, args=(delay,), name=f"eagle-{self.name}", daemon=True)
         self._thread.start()
@@ -123,20 +126,19 @@ class Poller(Generic[T]):
             self._shown = self.owner.is_on_screen
         except Exception:  # removed meanwhile, the app gone
             self._shown = False
-        self._looked_at = time.monotonic()
+
+    def _on_layout(self, _screen: object) -> None:
+        """The owner's screen was laid out: look again, and wake a poller asleep while hidden."""
+        was = self._shown
+        self._look()
+        if self._shown and not was and not self.stopped:
+            self._wake.set()
 
     def _on_screen(self) -> bool:
-        """In the poller's thread: the loop's last look, asked again at most every LOOK_S. Never Textual's
-        `is_on_screen` from here: with the screen's map stale it arranges the screen, and Textual's layout
-        caches are not thread-safe (a console crashed in its LRUCache with a KeyError, the event loop
-        arranging the same widgets at that moment)."""
-        if time.monotonic() - self._looked_at >= LOOK_S:
-            try:
-                self.owner.app.call_from_thread(self._look)
-            except RuntimeError:  # called on the event loop itself (a test): look from here
-                self._look()
-            except Exception:  # the app is shutting down
-                return False
+        """In the poller's thread: the event loop's last look (after each applied poll, a poke, every layout of
+        the screen). Never Textual's `is_on_screen` from here: with the screen's map stale it arranges the
+        screen, and Textual's layout caches are not thread-safe (a console crashed in its LRUCache with a
+        KeyError, the event loop arranging the same widgets at that moment)."""
         return self._shown
 
     def _next_interval(self) -> float | None:
