@@ -54,6 +54,15 @@ class HeadUnreachable(ClusterError):
     """The head (its GCS) does not answer: said with since when."""
 
 
+def error_point(exc: BaseException) -> str:
+    """A remote error's point, its last non-blank line: Ray's RayTaskError and the job head's 500 carry the
+    whole remote traceback, in colour."""
+    import re
+
+    lines = [ln for ln in re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).splitlines() if ln.strip()]
+    return lines[-1].strip() if lines else type(exc).__name__
+
+
 class RemoteError(ClusterError):
     """What Ray raised in the driver, with its class names (`kinds`): a dead actor, a timeout on the node."""
 

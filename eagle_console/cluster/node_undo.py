@@ -132,7 +132,9 @@ class NodeUndo:
         try:
             text = client.get_job_logs(job_id)
         except Exception as exc:  # noqa: BLE001 - the node's log server busy, not up yet or gone: read again
-            self.log_error = str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else type(exc).__name__
+            from eagle_console.cluster.link import error_point
+
+            self.log_error = error_point(exc)[:300]
             return None
         lines, events = split_log(text if terminal else whole_lines(text), ended=terminal)
         new = lines[self.copied:]

@@ -20,14 +20,6 @@ _last: dict[str, dict[str, Any]] = {}  # node name -> its last reading in this p
 _known: dict[str, Any] = {}  # node name -> its ClusterNode as last seen: a node that vanishes stays listed
 
 
-def _last_line(exc: BaseException) -> str:
-    """A remote error's point: Ray's RayTaskError carries the whole remote traceback, in colour."""
-    import re
-
-    lines = [ln for ln in re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).splitlines() if ln.strip()]
-    return lines[-1].strip() if lines else type(exc).__name__
-
-
 def this_machine(entries: list[dict[str, Any]], local: NodeSample | None) -> str | None:
     """The node whose GPUs are this machine's (`local`'s GPU UUIDs): the console runs on it, so its GPUs and
     holders are shown and killed once, as this machine's (with the console's own protections)."""
@@ -81,6 +73,7 @@ def read_nodes(address: str, journal: Journal | None = None,
     """One entry per node: name, address, reachable, reading_age_s, gpus, holders, error. Raises
     ClusterError (HeadUnreachable: "head unreachable since HH:MM:SS") when the head does not answer."""
     from eagle_console.cluster.connect import ask_agents, cluster_nodes
+    from eagle_console.cluster.link import error_point
 
     nodes = cluster_nodes(address, timeout=timeout)
     errors: dict[str, str] = {}
@@ -102,7 +95,7 @@ def read_nodes(address: str, journal: Journal | None = None,
             _last[name] = answer["ok"]
         else:  # ActorDiedError, a worker crash, no answer in time: the node is unreachable
             kind = (answer.get("kinds") or [""])[0]
-            text = _last_line(Exception(answer["error"])) if kind != "GetTimeoutError" else answer["error"]
+            text = error_point(Exception(answer["error"])) if kind != "GetTimeoutError" else answer["error"]
             errors[name] = f"{kind}: {text}" if kind and kind != "GetTimeoutError" else text
     now = time.time()
     out = []
@@ -129,6 +122,7 @@ def kill_on_nodes(address: str, *, scope: str, match: list[str], grace: float, j
     from concurrent.futures import ThreadPoolExecutor
 
     from eagle_console.cluster.connect import ClusterError, RemoteError, ask_agent, cluster_nodes
+    from eagle_console.cluster.link import error_point
     from eagle_console.journal.kills import KillRecord, journal_kill
     from eagle_console.journal.operator import current_operator
 
@@ -146,7 +140,7 @@ def kill_on_nodes(address: str, *, scope: str, match: list[str], grace: float, j
         try:
             data: Any = future.result()
         except RemoteError as exc:  # that node's kill failed: say so, go on with the others
-            out[name] = {"error": _last_line(exc)}
+            out[name] = {"error": error_point(exc)}
             continue
         except ClusterError as exc:  # the head went: the node could not be asked
             out[name] = {"error": str(exc)}
