@@ -9,19 +9,25 @@ from enginekit import write_plan
 from tuikit import until
 
 
-def test_a_hidden_tab_sleeps_and_catches_up_when_shown(tmp_path, monkeypatch):
-    """A hidden tab's pane does not poll at all (issue 31: at one poll in 2 s, four of them still woke an
-    idle screen twice a second); shown, it polls at once and then at the full rate."""
+def one_step_console(tmp_path, monkeypatch):
+    """The real console on a one-step plan, no GPU backend: its panes and pollers, nothing to read."""
     from eagle_console.journal import Journal
     from eagle_console.plan.loader import load_plan
     from eagle_console.tui.app import make_app
-    from eagle_console.tui.panes._logview import FOLLOW_S, HIDDEN_S
-    from eagle_console.tui.panes.nccl import NcclPane
 
     monkeypatch.setenv("EAGLE_CONSOLE_GPU_BACKEND", "none")
     plan = load_plan(write_plan(tmp_path, '[[phase]]\nid = "0"\ntitle = "P"\n\n'
                                           '[[phase.step]]\nid = "0.1"\ntitle = "x"\nrun = "true"\n'))
-    app = make_app(plan, Journal.for_plan(plan))
+    return make_app(plan, Journal.for_plan(plan))
+
+
+def test_a_hidden_tab_sleeps_and_catches_up_when_shown(tmp_path, monkeypatch):
+    """A hidden tab's pane does not poll at all (issue 31: at one poll in 2 s, four of them still woke an
+    idle screen twice a second); shown, it polls at once and then at the full rate."""
+    from eagle_console.tui.panes._logview import FOLLOW_S, HIDDEN_S
+    from eagle_console.tui.panes.nccl import NcclPane
+
+    app = one_step_console(tmp_path, monkeypatch)
 
     async def main() -> None:
         async with app.run_test(size=(120, 40)) as pilot:
@@ -41,16 +47,10 @@ def test_a_hidden_tab_sleeps_and_catches_up_when_shown(tmp_path, monkeypatch):
 def test_the_hidden_metrics_tab_keeps_watch(tmp_path, monkeypatch):
     """Unlike the log tabs, the Metrics pane reads /metrics while hidden, every WATCH_S: its alarms raise a
     toast whichever tab is shown (issue 33). Issue 31's tabs that sleep while hidden must not take it along."""
-    from eagle_console.journal import Journal
-    from eagle_console.plan.loader import load_plan
-    from eagle_console.tui.app import make_app
     from eagle_console.tui.panes._logview import WATCH_S
     from eagle_console.tui.panes.metrics import MetricsPane
 
-    monkeypatch.setenv("EAGLE_CONSOLE_GPU_BACKEND", "none")
-    plan = load_plan(write_plan(tmp_path, '[[phase]]\nid = "0"\ntitle = "P"\n\n'
-                                          '[[phase.step]]\nid = "0.1"\ntitle = "x"\nrun = "true"\n'))
-    app = make_app(plan, Journal.for_plan(plan))
+    app = one_step_console(tmp_path, monkeypatch)
 
     async def main() -> None:
         async with app.run_test(size=(120, 40)) as pilot:

@@ -10,16 +10,13 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from enginekit import write_plan
+from test_tui_idle import one_step_console
 from tuikit import until
 
 
 def test_no_poller_thread_asks_textual_whether_its_pane_is_on_screen(tmp_path, monkeypatch):
     from textual.widget import Widget
 
-    from eagle_console.journal import Journal
-    from eagle_console.plan.loader import load_plan
-    from eagle_console.tui.app import make_app
     from eagle_console.tui.panes._logview import LOOK_S
     from eagle_console.tui.panes.nccl import NcclPane
 
@@ -31,10 +28,7 @@ def test_no_poller_thread_asks_textual_whether_its_pane_is_on_screen(tmp_path, m
         return real(self)
 
     monkeypatch.setattr(Widget, "is_on_screen", property(is_on_screen))
-    monkeypatch.setenv("EAGLE_CONSOLE_GPU_BACKEND", "none")
-    plan = load_plan(write_plan(tmp_path, '[[phase]]\nid = "0"\ntitle = "P"\n\n'
-                                          '[[phase.step]]\nid = "0.1"\ntitle = "x"\nrun = "true"\n'))
-    app = make_app(plan, Journal.for_plan(plan))
+    app = one_step_console(tmp_path, monkeypatch)
 
     async def main() -> None:
         async with app.run_test(size=(120, 40)) as pilot:
