@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import reaperkit
 
-pytest_plugins = ["clusterkit", "cpukit"]  # the session's one Ray cluster (tests/test_cluster_*.py)
+# the session's one Ray cluster (tests/test_cluster_*.py), per-test CPU, the workers' bytecode made once
+pytest_plugins = ["clusterkit", "cpukit", "warmkit"]
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
