@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 WARM_WHEN_MISSING = 0.25  # share of test modules without their rewritten bytecode that is worth a warm-up
+MIN_COLD = 8  # fewer: a warm-up's own start (~2.5 s of imports) costs more than the workers' rewrites it saves
 TIMEOUT_S = 120
 
 
@@ -31,7 +32,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return  # nothing would be cached where the workers look for it
     files = _test_files(config)
     cold = [f for f in files if not _rewritten(f)]
-    if len(cold) <= WARM_WHEN_MISSING * len(files):
+    if len(cold) < MIN_COLD or len(cold) <= WARM_WHEN_MISSING * len(files):
         return
     _collect_in_parallel(config.rootpath, files, os.cpu_count() or 1)
 
