@@ -56,3 +56,39 @@ def test_outside_a_ray_worker_the_agent_reads(tmp_path: Path, monkeypatch: pytes
 def test_a_live_raylet_under_another_name_is_live(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAY_RAYLET_PID", str(os.getpid()))  # e.g. run under valgrind: alive is what counts
     assert raylet_gone() is None
+
+
+def _process_at(pid: int, tries: int = 50) -> subprocess.Popen | None:
+    """A new process given `pid` (the kernel's next pid set through /proc/sys/kernel/ns_last_pid, root only);
+    None when another process's fork took it first every time, or the file cannot be written."""
+    for _ in range(tries):
+        try:
+            Path("/proc/sys/kernel/ns_last_pid").write_text(str(pid - 1))
+        except OSError:
+            return None
+        proc = subprocess.Popen(["sleep", "60"])
+        if proc.pid == pid:
+            return proc
+        proc.kill()
+        proc.wait()
+    return None
+
+
+def test_a_new_process_at_the_dead_raylets_pid_is_not_its_raylet(raylet: subprocess.Popen) -> None:
+    """pid_max is 32768 on most machines and a busy node (or the suite) wraps it in minutes: a killed
+    raylet's pid, reaped, went to a new process, and the node read live for that process's lifetime."""
+    if not os.access("/proc/sys/kernel/ns_last_pid", os.W_OK):
+        pytest.skip("making a pid's reuse needs root (/proc/sys/kernel/ns_last_pid)")
+    agent = NodeAgent("b")  # as in Ray: the agent starts while the raylet that started it runs
+    assert len(agent.read()["gpus"]) == 1
+    raylet.kill()
+    raylet.wait()
+    reuse = _process_at(raylet.pid)
+    if reuse is None:
+        pytest.skip(f"pid {raylet.pid} was taken by another fork 50 times in a row")
+    try:
+        with pytest.raises(RayletGone, match=rf"pid {raylet.pid}\) has exited \(the pid is another process's now\)"):
+            agent.read()
+    finally:
+        reuse.kill()
+        reuse.wait()

@@ -38,13 +38,20 @@ class RayletGone(RuntimeError):
     """This agent's raylet has died: its node is out of the cluster, whatever the agent could still read."""
 
 
+# The raylet's start time (/proc/PID/stat field 22) when this process first looked: its identity. A pid is
+# reused once its process is reaped, and a suite or a busy node forks enough to wrap pid_max (32768 by default)
+# in minutes: a new process at the dead raylet's pid passed the old test and the node read live for as long.
+_raylet_started: dict[str, str] = {}
+
+
 def raylet_gone() -> str | None:
-    """Why this worker's raylet is gone (exited, or a zombie not yet reaped); None while it runs, or outside a
-    Ray worker. A killed raylet's workers go on answering direct actor calls until Ray's own check stops them
-    (a poll of the raylet's pid, which a zombie passes until `ray start` reaps it): seconds, more on a loaded
-    machine, in which the node would read as live. RAY_RAYLET_PID is in every Ray worker's environment (Ray
-    2.60 `_private/ray_constants.py` RAY_INTERNAL_FLAGS, read by `_private/process_watcher.py`
-    get_raylet_pid)."""
+    """Why this worker's raylet is gone (exited, a zombie not yet reaped, or its pid now another process's);
+    None while it runs, or outside a Ray worker. A killed raylet's workers go on answering direct actor calls
+    until Ray's own check stops them (a poll of the raylet's pid, which a zombie passes until `ray start`
+    reaps it): seconds, more on a loaded machine, in which the node would read as live. RAY_RAYLET_PID is in
+    every Ray worker's environment (Ray 2.60 `_private/ray_constants.py` RAY_INTERNAL_FLAGS, read by
+    `_private/process_watcher.py` get_raylet_pid, whose `_check_parent` guards against the pid's reuse too).
+    The first look, from the agent's start (its raylet started it), records the raylet's start time."""
     pid = os.environ.get("RAY_RAYLET_PID", "")
     if not pid.isdigit():
         return None
@@ -56,8 +63,12 @@ def raylet_gone() -> str | None:
         return None
     # Ray's own test, live or not, plus the zombie it misses; not the name: a raylet run under a profiler or
     # valgrind (Ray's RAY_RAYLET_* debugging options) has another, and a false "gone" would hide a live node
-    if stat.rpartition(") ")[2][:1] in ("Z", "X"):
+    fields = stat.rpartition(") ")[2].split()
+    if fields[:1] in (["Z"], ["X"]):
         return f"its raylet (pid {pid}) has exited"
+    started = fields[19] if len(fields) > 19 else ""  # field 22 of the whole line; fields[0] is field 3
+    if _raylet_started.setdefault(pid, started) != started:
+        return f"its raylet (pid {pid}) has exited (the pid is another process's now)"
     return None
 
 
@@ -71,6 +82,7 @@ def _in_the_cluster(node: str) -> None:
 class NodeAgent:
     def __init__(self, name: str) -> None:
         self.name = name
+        raylet_gone()  # its raylet's identity, taken now, while the raylet that started this worker runs
 
     def _sim(self) -> Path | None:
         value = os.environ.get("EAGLE_CONSOLE_SIM")
