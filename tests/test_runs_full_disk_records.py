@@ -70,7 +70,10 @@ def results(state, step_id: str = "0.1") -> dict:
 def end_supervisor(run) -> None:
     """A failed test must not leave a supervisor retrying a disk that is unmounted."""
     if alive(run.supervisor_pid, run.supervisor_ctime):
-        os.kill(run.supervisor_pid, signal.SIGKILL)
+        try:
+            os.kill(run.supervisor_pid, signal.SIGKILL)
+        except ProcessLookupError:  # it ended between the look and the kill (seen in a suite run)
+            pass
 
 
 def held_text(state, run_id: int) -> str:
