@@ -242,6 +242,26 @@ def orphans_on(cluster, names: tuple[str, ...] = ("a", "b")) -> Iterator[dict[st
                 os.kill(pid, signal.SIGKILL)
 
 
+def agent_state(cluster, node: str) -> str:
+    """For a failure message: which process answers as `node`'s agent, the raylet it names, its parent, and
+    every raylet on this machine."""
+    from eagle_console.cluster.connect import ask_agent
+
+    raylets = sorted(p.pid for p in psutil.process_iter(["name"]) if p.info["name"] == "raylet")
+    try:
+        ping = ask_agent(cluster.address, node, "ping", timeout=5)
+        env = ask_agent(cluster.address, node, "environ", ["RAY_RAYLET_PID"], timeout=5)
+    except Exception as exc:  # noqa: BLE001 - a diagnostic: whatever it was is the answer
+        return f"agent of {node}: {type(exc).__name__}: {str(exc)[:200]}; raylets {raylets}"
+    try:
+        ppid = psutil.Process(ping["pid"]).ppid()
+        parent = f"{ppid} {psutil.Process(ppid).name()}"
+    except psutil.Error as exc:
+        parent = type(exc).__name__
+    return (f"agent of {node}: pid {ping['pid']}, RAY_RAYLET_PID {env.get('RAY_RAYLET_PID')}, parent {parent}; "
+            f"raylets {raylets}")
+
+
 def pid_state(pid: int) -> str:
     """For a failure message: what became of a process the test killed (a SIGKILL not yet taken: `disk-sleep`)."""
     try:

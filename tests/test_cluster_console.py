@@ -9,7 +9,7 @@ import re
 import signal
 import time
 
-from clusterkit import cluster_plan, needs_ray, orphans_on, pid_state, running
+from clusterkit import agent_state, cluster_plan, needs_ray, orphans_on, pid_state, running
 from tuikit import drive, open_app, screen_text, until
 
 from eagle_console.sim import gpustate, orphans
@@ -87,6 +87,7 @@ def test_a_killed_raylet_is_unreachable_in_the_gpus_pane_within_5s(ray_cluster, 
             text = screen_text(app)
             read = [{k: e.get(k) for k in ("name", "reachable", "error", "reading_age_s")} for e in sections.entries]
             raise AssertionError(f"{exc}; last read {read}; the raylet: {pid_state(raylet)}; "
+                                 f"{agent_state(ray_cluster, 'b')}; "
                                  f"pane: {text[text.find('node b'):][:300]!r}") from None
         seen["after_s"] = time.monotonic() - killed
         why = next((e.get("error") for e in sections.entries if e.get("name") == "b"), None)
