@@ -92,3 +92,28 @@ def test_a_new_process_at_the_dead_raylets_pid_is_not_its_raylet(raylet: subproc
     finally:
         reuse.kill()
         reuse.wait()
+
+
+FREEZER = Path("/sys/fs/cgroup/freezer")  # cgroup v1's freezer: a frozen task that is SIGKILLed waits in state D
+
+
+def test_a_killed_raylet_still_in_uninterruptible_sleep_is_gone(raylet: subprocess.Popen) -> None:
+    """A SIGKILLed raylet in a disk or page-in wait stays a running process (state D) until the wait ends: in
+    suite runs node b still read live 10 s after its raylet's kill. A frozen cgroup makes that wait here."""
+    if not (FREEZER / "cgroup.procs").exists() or not os.access(FREEZER, os.W_OK):
+        pytest.skip("needs cgroup v1's freezer, writable (root)")
+    agent = NodeAgent("b")
+    assert len(agent.read()["gpus"]) == 1
+    group = FREEZER / f"eagle-test-{os.getpid()}-{raylet.pid}"
+    group.mkdir()
+    try:
+        (group / "cgroup.procs").write_text(str(raylet.pid))
+        (group / "freezer.state").write_text("FROZEN")
+        os.kill(raylet.pid, signal.SIGKILL)
+        assert Path(f"/proc/{raylet.pid}/stat").read_text().split(") ")[1][0] == "D"  # still there, not dead
+        with pytest.raises(RayletGone, match=rf"pid {raylet.pid}\) was killed \(SIGKILL pending, state D\)"):
+            agent.read()
+    finally:
+        (group / "freezer.state").write_text("THAWED")
+        raylet.wait(timeout=10)
+        group.rmdir()

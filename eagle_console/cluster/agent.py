@@ -45,8 +45,8 @@ _raylet_started: dict[str, str] = {}
 
 
 def raylet_gone() -> str | None:
-    """Why this worker's raylet is gone (exited, a zombie not yet reaped, or its pid now another process's);
-    None while it runs, or outside a Ray worker. A killed raylet's workers go on answering direct actor calls
+    """Why this worker's raylet is gone (exited, a zombie not yet reaped, killed and not yet dead, or its pid
+    now another process's); None while it runs, or outside a Ray worker. A killed raylet's workers go on answering direct actor calls
     until Ray's own check stops them (a poll of the raylet's pid, which a zombie passes until `ray start`
     reaps it): seconds, more on a loaded machine, in which the node would read as live. RAY_RAYLET_PID is in
     every Ray worker's environment (Ray 2.60 `_private/ray_constants.py` RAY_INTERNAL_FLAGS, read by
@@ -69,7 +69,27 @@ def raylet_gone() -> str | None:
     started = fields[19] if len(fields) > 19 else ""  # field 22 of the whole line; fields[0] is field 3
     if _raylet_started.setdefault(pid, started) != started:
         return f"its raylet (pid {pid}) has exited (the pid is another process's now)"
+    if _sigkill_pending(pid):
+        return f"its raylet (pid {pid}) was killed (SIGKILL pending, state {fields[0]})"
     return None
+
+
+SIGKILL_BIT = 1 << (9 - 1)  # /proc/PID/status signal masks: bit N-1 is signal N
+
+
+def _sigkill_pending(pid: str) -> bool:
+    """A SIGKILL was sent and not yet taken: the process is past saving but still there, in uninterruptible
+    sleep (state D: a disk or page-in wait on a loaded machine, a frozen cgroup) until that wait ends. Seen in
+    suite runs: a killed raylet still there 10 s later, its workers answering, the node read live. The kernel
+    marks every thread of a process it SIGKILLs at once (signal.c complete_signal), so the masks show it."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    for line in text.splitlines():
+        if line.startswith(("SigPnd:", "ShdPnd:")) and int(line.split()[1], 16) & SIGKILL_BIT:
+            return True
+    return False
 
 
 def _in_the_cluster(node: str) -> None:
