@@ -3,7 +3,8 @@
 A killed raylet's Ray workers live on for seconds and answer direct actor calls, so the GPUs pane read the
 node as live until Ray's own check ended the agent (a zombie raylet passes it until `ray start` reaps it);
 under a suite's load the pane still showed it live 10 s after the kill. Here the agent runs in this process
-(no Ray), its raylet a real process named `raylet`: running, a zombie, then reaped."""
+(no Ray), its raylet a real process named `raylet`: running, a zombie, then reaped; its pid taken by a new
+process; SIGKILLed while held in uninterruptible sleep."""
 
 from __future__ import annotations
 

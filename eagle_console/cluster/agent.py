@@ -46,9 +46,9 @@ _raylet_started: dict[str, str] = {}
 
 def raylet_gone() -> str | None:
     """Why this worker's raylet is gone (exited, a zombie not yet reaped, killed and not yet dead, or its pid
-    now another process's); None while it runs, or outside a Ray worker. A killed raylet's workers go on answering direct actor calls
-    until Ray's own check stops them (a poll of the raylet's pid, which a zombie passes until `ray start`
-    reaps it): seconds, more on a loaded machine, in which the node would read as live. RAY_RAYLET_PID is in
+    now another process's); None while it runs, or outside a Ray worker. A killed raylet's workers go on
+    answering direct actor calls until Ray's own check stops them (a poll of the raylet's pid, which a zombie
+    passes until `ray start` reaps it): seconds, more on a loaded machine, in which the node would read live. RAY_RAYLET_PID is in
     every Ray worker's environment (Ray 2.60 `_private/ray_constants.py` RAY_INTERNAL_FLAGS, read by
     `_private/process_watcher.py` get_raylet_pid, whose `_check_parent` guards against the pid's reuse too).
     The first look, from the agent's start (its raylet started it), records the raylet's start time."""
