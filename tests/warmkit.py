@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 WARM_WHEN_MISSING = 0.25  # share of test modules without their rewritten bytecode that is worth a warm-up
-MIN_COLD = 8  # fewer: a warm-up's own start (~2.5 s of imports) costs more than the workers' rewrites it saves
+MIN_COLD = 8  # fewer: a warm-up's own start (~2.5 s of imports) costs more than the rewrites it saves
 TIMEOUT_S = 120
 
 
@@ -54,7 +54,8 @@ def _test_files(config: pytest.Config) -> list[Path]:
 
 def _rewritten(source: Path) -> bool:
     """pytest's own cache name for a rewritten module (`_pytest/assertion/rewrite.py`, PYC_TAIL)."""
-    pyc = source.parent / "__pycache__" / f"{source.stem}.{sys.implementation.cache_tag}-pytest-{pytest.__version__}.pyc"
+    tag = f"{sys.implementation.cache_tag}-pytest-{pytest.__version__}"
+    pyc = source.parent / "__pycache__" / f"{source.stem}.{tag}.pyc"
     try:
         return pyc.stat().st_mtime >= source.stat().st_mtime
     except OSError:
@@ -64,10 +65,10 @@ def _rewritten(source: Path) -> bool:
 def _collect_in_parallel(root: Path, files: list[Path], processes: int) -> None:
     shares: list[list[Path]] = [[] for _ in range(max(1, min(processes, len(files))))]
     sizes = [0] * len(shares)
-    for f in sorted(files, key=lambda p: p.stat().st_size, reverse=True):  # each share about as big
+    for size, f in sorted(((f.stat().st_size, f) for f in files), reverse=True):  # each share about as big
         i = sizes.index(min(sizes))
         shares[i].append(f)
-        sizes[i] += f.stat().st_size
+        sizes[i] += size
     procs = [subprocess.Popen(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", "-p", "no:cacheprovider",
          "-o", "addopts=", *map(str, share)],

@@ -39,8 +39,8 @@ class RayletGone(RuntimeError):
 
 
 # The raylet's start time (/proc/PID/stat field 22) when this process first looked: its identity. A pid is
-# reused once its process is reaped, and a suite or a busy node forks enough to wrap pid_max (32768 by default)
-# in minutes: a new process at the dead raylet's pid passed the old test and the node read live for as long.
+# reused once its process is reaped, and a suite or a busy node forks enough to wrap pid_max (32768 by
+# default) in minutes: a new process at the dead raylet's pid passed the old test and the node read live.
 _raylet_started: dict[str, str] = {}
 
 
@@ -48,10 +48,11 @@ def raylet_gone() -> str | None:
     """Why this worker's raylet is gone (exited, a zombie not yet reaped, killed and not yet dead, or its pid
     now another process's); None while it runs, or outside a Ray worker. A killed raylet's workers go on
     answering direct actor calls until Ray's own check stops them (a poll of the raylet's pid, which a zombie
-    passes until `ray start` reaps it): seconds, more on a loaded machine, in which the node would read live. RAY_RAYLET_PID is in
-    every Ray worker's environment (Ray 2.60 `_private/ray_constants.py` RAY_INTERNAL_FLAGS, read by
-    `_private/process_watcher.py` get_raylet_pid, whose `_check_parent` guards against the pid's reuse too).
-    The first look, from the agent's start (its raylet started it), records the raylet's start time."""
+    passes until `ray start` reaps it): seconds, more on a loaded machine, in which the node would read live.
+    RAY_RAYLET_PID is in every Ray worker's environment (Ray 2.60 `_private/ray_constants.py`
+    RAY_INTERNAL_FLAGS, read by `_private/process_watcher.py` get_raylet_pid, whose `_check_parent` guards
+    against the pid's reuse too). The first look, from the agent's start (its raylet started it), records the
+    raylet's start time."""
     pid = os.environ.get("RAY_RAYLET_PID", "")
     if not pid.isdigit():
         return None
