@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -12,8 +13,20 @@ if TYPE_CHECKING:
     import psutil  # loaded where a session is swept: `status`, `mark` and the console's liveness checks need
     # only /proc (psutil is ~15 ms of a CLI process's ~110)
 
-CTIME_SLACK_S = 0.05  # create times read twice differ by psutil's clock-tick rounding
+CTIME_SLACK_S = 0.05  # an older journal's epoch create times, read twice, differ by psutil's tick rounding
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
+
+# A process's identity as the journal, job events, approvals and the sim's holder files record it: its start
+# in clock ticks since boot (/proc/PID/stat field 22, fixed by the kernel at fork) and the id of that boot,
+# "TICKS@BOOT_ID". Not an epoch time: psutil's create_time is those ticks plus /proc/stat's btime, and btime
+# is the wall clock minus the uptime, worked out at each read (Linux kernel/time/timekeeping.c
+# getboottime64), so every step of the wall clock (chrony's makestep after a VM resumes from a snapshot,
+# `date -s`, a leap second) moves the create time of every running process — a live supervisor then looked
+# like a reused pid, its run was recorded lost and its SGLang workers became orphans for K. psutil keys its
+# own Process identity on the ticks for the same reason (psutil 7.2 `_get_ident`, giampaolo/psutil#2541).
+# A float is an older journal's epoch create time, still compared as it was recorded.
+ProcStart = str | float
 
 
 def _stat(pid: int | None) -> list[bytes] | None:
@@ -28,13 +41,22 @@ def _stat(pid: int | None) -> list[bytes] | None:
         return None
 
 
+def _ticks(fields: list[bytes]) -> int | None:
+    try:
+        return int(fields[19])  # field 22, starttime
+    except (IndexError, ValueError):
+        return None
+
+
 def _started(fields: list[bytes]) -> float | None:
     """When the process started, in seconds since the epoch, as psutil's Process.create_time gives it on
     Linux (psutil/_pslinux.py, 5.9-7.2: the starttime field in clock ticks, plus /proc/stat's btime), so
-    either may be compared with the other."""
+    either may be compared with the other. For showing and for comparing with journal times only: it moves
+    when the wall clock is stepped, so it never names a process (`start_of` does)."""
+    ticks = _ticks(fields)
     try:
-        return int(fields[19]) / CLOCK_TICKS + _boot_time()  # field 22
-    except (OSError, IndexError, ValueError):
+        return ticks / CLOCK_TICKS + _boot_time() if ticks is not None else None
+    except (OSError, ValueError):
         return None
 
 
@@ -42,6 +64,51 @@ def create_time(pid: int) -> float | None:
     """When `pid` started (`_started`), None when there is no such process."""
     fields = _stat(pid)
     return _started(fields) if fields is not None else None
+
+
+@functools.lru_cache(maxsize=1)
+def boot_id() -> str:
+    """This boot's id ("" where it cannot be read): a process cannot outlive the boot it runs in."""
+    try:
+        with open(BOOT_ID) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def start_of(pid: int | None) -> str | None:
+    """`pid`'s identity to record ("TICKS@BOOT_ID"), None when there is no such process."""
+    ticks = start_ticks(pid)
+    return stamp(ticks) if ticks is not None else None
+
+
+def stamp(ticks: int) -> str:
+    """The recorded form of a start of this boot, `ticks` clock ticks after it."""
+    return f"{ticks}@{boot_id()}"
+
+
+def start_ticks(pid: int | None) -> int | None:
+    """When `pid` started, in clock ticks since boot; None when there is no such process."""
+    fields = _stat(pid)
+    return _ticks(fields) if fields is not None else None
+
+
+def recorded_ticks(start: str | float | None) -> tuple[float, float] | None:
+    """A recorded start as (ticks since this boot, tolerance in ticks); None when it names no process that
+    can be running now (recorded in an earlier boot) or cannot be read."""
+    if isinstance(start, str):
+        ticks, _, boot = start.partition("@")
+        here = boot_id()
+        if boot and here and boot != here:
+            return None  # recorded before a reboot
+        try:
+            return float(int(ticks)), 0.5  # exact: both sides are the kernel's own integer
+        except ValueError:
+            return None
+    try:  # an older journal's epoch create time: against btime now, as it was compared when recorded
+        return (float(start) - _boot_time()) * CLOCK_TICKS, CTIME_SLACK_S * CLOCK_TICKS
+    except (OSError, TypeError, ValueError):
+        return None
 
 
 def _boot_time() -> float:
@@ -77,52 +144,75 @@ STOPPED = ("T", "t")  # SIGSTOP/SIGTSTP, or stopped by a tracer
 DEAD = ("Z", "X")  # exited, not reaped yet: no longer running, whatever its parent does
 
 
-def alive(pid: int | None, ctime: float | None = None) -> bool:
-    """True if `pid` exists, is not a zombie, and (when `ctime` is given) is the same process, not a reused
-    pid. A stopped process is alive: it goes on when continued."""
-    fields = _stat(pid)  # one read for the state and the start time
+def alive(pid: int | None, start: ProcStart | None = None) -> bool:
+    """True if `pid` exists, is not a zombie, and (when its recorded `start` is given) is the same process,
+    not a reused pid. A stopped process is alive: it goes on when continued."""
+    fields = _stat(pid)  # one read for the state and the start
     if not fields or fields[0].decode() in DEAD:
         return False
-    return ctime is None or _born_at(_started(fields), ctime)
+    return start is None or _born_at(fields, start)
 
 
-def same_process(pid: int, ctime: float | None) -> bool:
-    """`pid` is the process born at `ctime` (a reused pid was born later)."""
-    return ctime is None or _born_at(create_time(pid), ctime)
+def same_process(pid: int, start: ProcStart | None) -> bool:
+    """`pid` is the process recorded as started at `start` (a reused pid started later)."""
+    if start is None:
+        return True
+    fields = _stat(pid)
+    return fields is not None and _born_at(fields, start)
 
 
-def _born_at(born: float | None, ctime: float) -> bool:
-    return born is not None and abs(born - ctime) < CTIME_SLACK_S
+def _born_at(fields: list[bytes], start: ProcStart) -> bool:
+    ref, ticks = recorded_ticks(start), _ticks(fields)
+    return ref is not None and ticks is not None and abs(ticks - ref[0]) < ref[1]
 
 
-def session_members(sid: int, pgid: int | None = None, leader_ctime: float | None = None) -> list[psutil.Process]:
+def session_window(sid: int, leader_start: ProcStart) -> tuple[float, float | None] | None:
+    """Which starts (ticks since boot, `lo` <= t < `hi`) belong to the session the run's leader (recorded
+    `leader_start`) made: none born before it; and when the number now leads another session (a reused pid),
+    none born since that leader. None when the leader was of an earlier boot: nothing running is its."""
+    ref = recorded_ticks(leader_start)
+    if ref is None:
+        return None
+    now = start_ticks(sid)
+    return ref[0] - ref[1], (now - ref[1] if now is not None and abs(now - ref[0]) >= ref[1] else None)
+
+
+def born_within(pid: int, window: tuple[float, float | None] | None) -> bool:
+    """`pid` runs (not a zombie) and, with a `window` (`session_window`), was born inside it."""
+    fields = _stat(pid)
+    if not fields or fields[0].decode() in DEAD:
+        return False
+    if window is None:
+        return True
+    ticks = _ticks(fields)
+    return ticks is not None and ticks >= window[0] and (window[1] is None or ticks < window[1])
+
+
+def session_members(sid: int, pgid: int | None = None,
+                    leader_start: ProcStart | None = None) -> list[psutil.Process]:
     """Every process in session `sid` (or process group `pgid`), except the caller.
 
-    With `leader_ctime` (the run's recorded leader start time) only the run's own: pids, and so sids, are
-    reused, so a process born before the run's leader, or after a live leader of that number that is not the
-    run's, belongs to someone else.
+    With `leader_start` (the run's recorded leader start) only the run's own: pids, and so sids, are reused,
+    so a process born before the run's leader, or after a live leader of that number that is not the run's,
+    belongs to someone else (`session_window`).
     """
     import psutil
 
     me = os.getpid()
-    born_after, born_before = None, None
-    if leader_ctime is not None:
-        born_after = leader_ctime - CTIME_SLACK_S
-        leader = create_time(sid)
-        if leader is not None and abs(leader - leader_ctime) >= CTIME_SLACK_S:
-            born_before = leader - CTIME_SLACK_S  # the number now leads another session
+    window = None
+    if leader_start is not None:
+        window = session_window(sid, leader_start)
+        if window is None:
+            return []
     out: list[psutil.Process] = []
     for proc in psutil.process_iter():
         if proc.pid == me:
             continue
         try:
             if os.getsid(proc.pid) == sid or (pgid is not None and os.getpgid(proc.pid) == pgid):
-                if proc.status() == psutil.STATUS_ZOMBIE:
-                    continue
-                born = proc.create_time()
-                if (born_after is None or born >= born_after) and (born_before is None or born < born_before):
+                if born_within(proc.pid, window):
                     out.append(proc)
-        except (OSError, psutil.Error):
+        except OSError:
             continue
     return out
 
@@ -156,8 +246,8 @@ def terminate_then_kill(procs: list[psutil.Process], grace_s: float) -> list[psu
     return alive
 
 
-def stop_session(sid: int, pgid: int | None, grace_s: float, on_wait=None, leader_ctime: float | None = None,
-                 own_child: subprocess.Popen | None = None) -> list[int]:
+def stop_session(sid: int, pgid: int | None, grace_s: float, on_wait=None,
+                 leader_start: ProcStart | None = None, own_child: subprocess.Popen | None = None) -> list[int]:
     """SIGTERM every process of the run's session and group, SIGKILL what is left after `grace_s`.
 
     A child that moved to its own process group is still in the session, so both are swept. Returns the
@@ -167,7 +257,7 @@ def stop_session(sid: int, pgid: int | None, grace_s: float, on_wait=None, leade
     import psutil
 
     own = own_child.pid if own_child is not None else None
-    procs = session_members(sid, pgid, leader_ctime)
+    procs = session_members(sid, pgid, leader_start)
     signalled = [p.pid for p in procs]
     for p in procs:
         try:
@@ -184,7 +274,7 @@ def stop_session(sid: int, pgid: int | None, grace_s: float, on_wait=None, leade
             time.sleep(0.05)
     # Anything new that appeared in the session meanwhile is swept too.
     leftovers = {p.pid: p for p in others}
-    for p in session_members(sid, pgid, leader_ctime):
+    for p in session_members(sid, pgid, leader_start):
         leftovers.setdefault(p.pid, p)
     for p in leftovers.values():
         try:

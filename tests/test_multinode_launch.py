@@ -41,7 +41,7 @@ def two_nodes(tmp_path, monkeypatch):
             stop_session(run.sid, run.pgid, 1.0)
     for record in tmp_path.rglob("ranks.json"):  # a failed assertion leaves no rank behind
         for r in load_ranks(record.parent):
-            stop_session(r.ref["pid"], r.ref["pid"], 1.0, leader_ctime=r.ref["ctime"])
+            stop_session(r.ref["pid"], r.ref["pid"], 1.0, leader_start=r.ref["ctime"])
 
 
 def ranks_of(path):

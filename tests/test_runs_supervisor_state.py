@@ -84,7 +84,7 @@ def cleanup(plan) -> None:
             if run.supervisor_pid and alive(run.supervisor_pid, run.supervisor_ctime):
                 os.kill(run.supervisor_pid, signal.SIGCONT)
             if run.sid:
-                stop_session(run.sid, run.pgid, 1.0, leader_ctime=run.pid_ctime)
+                stop_session(run.sid, run.pgid, 1.0, leader_start=run.pid_ctime)
     finally:
         journal.close()
 

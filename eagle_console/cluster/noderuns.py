@@ -168,7 +168,8 @@ def stop(job_id: str, grace_s: float) -> dict[str, Any]:
             except psutil.Error:
                 pass
     if data.get("sid"):
-        signalled += stop_session(int(data["sid"]), data.get("pgid"), grace_s, leader_ctime=data.get("pid_ctime"))
+        signalled += stop_session(int(data["sid"]), data.get("pgid"), grace_s,
+                                  leader_start=data.get("pid_ctime"))
     time.sleep(0.1)
     after = look(job_id)
     survivors = ([int(sup)] if after.get("supervisor_state") == "running" and sup else []) + after["action_pids"]

@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from eagle_console.cluster.handoff import take_spec
     from eagle_console.cluster.job_events import JobEvents
-    from eagle_console.processes import create_time, stop_session
+    from eagle_console.processes import start_of, stop_session
     from eagle_console.pyenv import forget_own_entry
 
     spec = take_spec(args.spec_file)
@@ -51,12 +51,12 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.flush()
     child = subprocess.Popen(spec["argv"], env={**os.environ, **spec.get("env", {})}, stdin=subprocess.DEVNULL,
                              start_new_session=True)  # its output is ours: the job's log
-    ctime = create_time(child.pid)
+    ctime = start_of(child.pid)
     JobEvents().record_proc(0, "", pid=child.pid, pid_ctime=ctime, pgid=child.pid, sid=child.pid)
     while child.poll() is None and not stop.wait(0.2):
         pass
     # Stopped, or the leader ended: either way nothing of the rank's session may outlive this job.
-    stop_session(child.pid, child.pid, grace, leader_ctime=ctime, own_child=child)
+    stop_session(child.pid, child.pid, grace, leader_start=ctime, own_child=child)
     try:
         code = child.wait(timeout=grace + 5)
     except subprocess.TimeoutExpired:

@@ -31,7 +31,7 @@ from eagle_console.journal import EventKind, Journal, exitslot, heldslot
 from eagle_console.journal.recorder import WRITE_ERRORS, Recorder, persist, warn
 from eagle_console.node import selfmark
 from eagle_console.node.tail import NotRegularFile, open_regular
-from eagle_console.processes import alive, create_time, stop_session
+from eagle_console.processes import alive, start_of, stop_session
 from eagle_console.pyenv import child_command, forget_own_entry, shown
 from eagle_console.statedir import private_dirs
 
@@ -227,7 +227,7 @@ def run_action(spec: ActionSpec) -> int:
     slot = heldslot.held_slot(Path(spec.journal).parent, spec.run_id) if spec.journal else None
     recorder = Recorder(journal, spec.run_id, spec.step_id, slot)
     try:
-        journal.record_proc(spec.run_id, spec.step_id, supervisor_pid=me, supervisor_ctime=create_time(me))
+        journal.record_proc(spec.run_id, spec.step_id, supervisor_pid=me, supervisor_ctime=start_of(me))
         label = journal.run_label(spec.run_id)
     except WRITE_ERRORS as exc:  # unseen, a live supervisor would be taken for one that never started
         reason = f"not started: its supervisor could not record itself in the journal ({exc})"
@@ -277,7 +277,7 @@ def run_action(spec: ActionSpec) -> int:
         keep_exit(journal, spec.run_id, spec.step_id, recorder, exit_code=127, outcome="failed",
                         reason=f"could not start: {exc}", step_status="failed")
         return 1
-    recorder.proc(pid=child.pid, pid_ctime=create_time(child.pid), pgid=child.pid, sid=child.pid)
+    recorder.proc(pid=child.pid, pid_ctime=start_of(child.pid), pgid=child.pid, sid=child.pid)
 
     def deadline() -> float | None:
         if limit is None or (spec.service and ready_seen):
@@ -380,7 +380,7 @@ def run_rollback(spec: RollbackSpec) -> int:
     me = os.getpid()
     # every write below waits out a full disk (recorder.persist) rather than kill the rollback half-way
     persist(partial(journal.append, EventKind.ROLLBACK_PROC, spec.target, spec.rollback_id, None, supervisor_pid=me,
-                    supervisor_ctime=create_time(me)), "recording the rollback's supervisor")
+                    supervisor_ctime=start_of(me)), "recording the rollback's supervisor")
     sup.note(f"rollback {spec.rollback_id} of {spec.target}: " + ", ".join(i.step_id for i in spec.items))
     for item in spec.items:
         current = journal.states().get(item.step_id)
@@ -390,7 +390,7 @@ def run_rollback(spec: RollbackSpec) -> int:
         run_id = persist(partial(journal.begin_run, item.step_id, command=item.description, log=str(log),
                                  kind="rollback", force=True), "recording the undo")
         recorder = Recorder(journal, run_id, item.step_id, None)
-        recorder.proc(supervisor_pid=me, supervisor_ctime=create_time(me))
+        recorder.proc(supervisor_pid=me, supervisor_ctime=start_of(me))
         sup.note(f"{item.step_id}: {item.description}")
         ok, reason = True, None
         if item.stop:
@@ -407,7 +407,7 @@ def run_rollback(spec: RollbackSpec) -> int:
             except OSError as exc:
                 ok, reason = False, f"could not start: {exc}"
             else:
-                recorder.proc(pid=child.pid, pid_ctime=create_time(child.pid), pgid=child.pid, sid=child.pid)
+                recorder.proc(pid=child.pid, pid_ctime=start_of(child.pid), pgid=child.pid, sid=child.pid)
 
                 said: list[str] = []  # the undo's last `::reason`
 
@@ -468,7 +468,7 @@ def _stop_run(journal: Journal, sup: Supervisor, step_id: str, stop: dict, grace
         return None if stopped else what
     sid = stop.get("sid")
     if sid:
-        pids = stop_session(int(sid), stop.get("pgid"), grace_s, leader_ctime=stop.get("pid_ctime"))
+        pids = stop_session(int(sid), stop.get("pgid"), grace_s, leader_start=stop.get("pid_ctime"))
         sup.note(f"{step_id}: stopped the run's session {sid}: pids {pids}")
     deadline = time.monotonic() + grace_s + 10.0
     while time.monotonic() < deadline:

@@ -44,7 +44,7 @@ class Approval(NamedTuple):
     # the process that decided and carries it out, and its host: if it dies before approval_done, a reader
     # on that host can tell (ops/approvals.py settle_if_approver_gone) instead of waiting forever
     decided_pid: int | None = None
-    decided_ctime: float | None = None
+    decided_ctime: str | float | None = None  # processes.start_of
     decided_host: str | None = None
 
     @property

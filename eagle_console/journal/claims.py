@@ -18,7 +18,7 @@ class OpenRollback(NamedTuple):
     target: str
     started: float
     supervisor_pid: int | None
-    supervisor_ctime: float | None
+    supervisor_ctime: str | float | None  # processes.start_of
 
 
 class Holder(NamedTuple):

@@ -70,9 +70,9 @@ class Run:
     service: bool = False
     env: dict[str, str] = field(default_factory=dict)
     supervisor_pid: int | None = None
-    supervisor_ctime: float | None = None
+    supervisor_ctime: str | float | None = None  # processes.start_of; a float: an older epoch create time
     pid: int | None = None  # the action's process (a service's main process)
-    pid_ctime: float | None = None
+    pid_ctime: str | float | None = None
     pgid: int | None = None
     sid: int | None = None
     ready_at: float | None = None

@@ -498,13 +498,13 @@ class Journal:
         import socket  # here, not at the top: every CLI command opens a journal, few decide (~3 ms to import)
 
         from eagle_console.journal import approvals
-        from eagle_console.processes import create_time
+        from eagle_console.processes import start_of
 
         with self._tx() as conn:
             target = approvals.check_undecided(conn, request_id)
             self._insert(conn, EventKind.APPROVAL_DECIDED, target, request_id, self._who(None),
                          decision=approvals.APPROVED if approve else approvals.DENIED, note=note or None,
-                         pid=os.getpid(), pid_ctime=create_time(os.getpid()), host=socket.gethostname())
+                         pid=os.getpid(), pid_ctime=start_of(os.getpid()), host=socket.gethostname())
 
     def approval_done(self, request_id: int, target: str | None, **outcome: Any) -> int:
         """What carrying out an approved request started (run_id, rollback_id, kill) or why it could not (error)."""

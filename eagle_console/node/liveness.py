@@ -13,7 +13,16 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
-from eagle_console.processes import CTIME_SLACK_S, DEAD, STOPPED, alive, create_time, proc_state, same_process
+from eagle_console.processes import (
+    DEAD,
+    STOPPED,
+    ProcStart,
+    alive,
+    born_within,
+    proc_state,
+    same_process,
+    session_window,
+)
 
 if TYPE_CHECKING:
     from eagle_console.journal import Journal, Run
@@ -25,7 +34,7 @@ class RunProcs(NamedTuple):
     still_running: list[int]  # an ended run's session members still alive (its action outlived it)
 
 
-def process_word(pid: int | None, ctime: float | None, dead: str) -> str | None:
+def process_word(pid: int | None, ctime: ProcStart | None, dead: str) -> str | None:
     """running | stopped | `dead` (gone, reused, or a zombie) for the recorded process."""
     if not pid:
         return None
@@ -61,31 +70,30 @@ def still_running_many(runs: Iterable[Run]) -> dict[int, list[int]]:
               if r.finished and r.outcome == "lost" and r.sid and r.pid_ctime and not r.job_id}
     if not wanted:
         return {}
-    import psutil  # only with a lost run to look for: `status` and the console's polls mostly have none
-
     me = os.getpid()
-    by_sid: dict[int, list[tuple[int, int, float]]] = {}
-    for proc in psutil.process_iter(["create_time"]):
-        if proc.pid == me:
+    by_sid: dict[int, set[int]] = {}
+    for pid in _pids():
+        if pid == me:
             continue
         try:
-            sid, pgid = os.getsid(proc.pid), os.getpgid(proc.pid)
+            sid, pgid = os.getsid(pid), os.getpgid(pid)
         except OSError:
             continue
-        by_sid.setdefault(sid, []).append((proc.pid, pgid, proc.info["create_time"] or 0.0))
-        if pgid != sid:
-            by_sid.setdefault(pgid, []).append((proc.pid, pgid, proc.info["create_time"] or 0.0))
+        by_sid.setdefault(sid, set()).add(pid)
+        by_sid.setdefault(pgid, set()).add(pid)
     out: dict[int, list[int]] = {}
     for run_id, run in wanted.items():
-        born_after = float(run.pid_ctime) - CTIME_SLACK_S
-        leader = create_time(int(run.sid))
-        born_before = leader - CTIME_SLACK_S if leader is not None and abs(leader - run.pid_ctime) >= CTIME_SLACK_S \
-            else None
-        pids = sorted({pid for pid, _pgid, born in by_sid.get(int(run.sid), []) + by_sid.get(int(run.pgid or 0), [])
-                       if born >= born_after and (born_before is None or born < born_before)
-                       and proc_state(pid) not in (None, *DEAD)})
-        out[run_id] = pids
+        window = session_window(int(run.sid), run.pid_ctime)
+        members = by_sid.get(int(run.sid), set()) | by_sid.get(int(run.pgid or 0), set())
+        out[run_id] = sorted(pid for pid in members if window is not None and born_within(pid, window))
     return out
+
+
+def _pids() -> list[int]:
+    try:
+        return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
 
 
 def live_service(journal: Journal, step_id: str) -> Run | None:

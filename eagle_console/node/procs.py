@@ -28,6 +28,7 @@ from eagle_console.node.gpus.attribution import (
     pid_namespace,
 )
 from eagle_console.node.selfmark import marked_kind
+from eagle_console.processes import ProcStart, alive, recorded_ticks, start_ticks
 
 if TYPE_CHECKING:
     from eagle_console.journal import Journal, Run
@@ -42,7 +43,6 @@ SUBREAPER_NAMES = frozenset({"systemd", "tini", "docker-init", "dumb-init", "cat
 # Daemons that hold the device files by design and live under PID 1: never orphans.
 DAEMON_NAMES = frozenset({"nvidia-persistenced", "nv-hostengine", "nvidia-fabricmanager", "dcgm-exporter"})
 SGLANG_WORKER = re.compile(r"sglang::(scheduler|detokenizer)")
-CTIME_SLACK_S = 0.05  # create times read twice differ by the clock-tick rounding of psutil
 
 
 @dataclass
@@ -52,7 +52,7 @@ class TrackedRun:
     sid: int
     main_pid: int
     main_alive: bool
-    main_ctime: float | None = None  # the session leader's create time: pids, and so sids, are reused
+    main_ctime: ProcStart | None = None  # the session leader's recorded start: pids, and so sids, are reused
     ended: float | None = None  # when the journal saw the run end
 
     def owns_session_of(self, h: Holder) -> bool:
@@ -61,16 +61,19 @@ class TrackedRun:
         own, and `h` cannot predate the leader nor be born after the run ended."""
         if self.main_ctime is None:
             return True  # an old record without the leader's identity: the sid is all there is
-        if h.create_time is not None and h.create_time < self.main_ctime - CTIME_SLACK_S:
+        ref = recorded_ticks(self.main_ctime)
+        if ref is None:
+            return False  # the leader was of an earlier boot: nothing running now is its session's
+        if h.start_ticks is not None and h.start_ticks < ref[0] - ref[1]:
             return False
+        # Two wall-clock times (the journal's end, psutil's create time): a clock step between them only
+        # moves this bound, which the leader's identity below does not depend on.
         if h.create_time is not None and self.ended is not None and h.create_time > self.ended + 1.0:
             return False  # the journal's end is when it noticed, never before the real one: 1 s slack
-        try:
-            leader = psutil.Process(self.sid)
-            leader_ctime = leader.create_time()
-        except psutil.Error:
+        leader = start_ticks(self.sid)
+        if leader is None:
             return True  # leader gone: the session it leaves behind can only be this run's
-        return abs(leader_ctime - self.main_ctime) < CTIME_SLACK_S
+        return abs(leader - ref[0]) < ref[1]
 
 
 @dataclass
@@ -89,7 +92,8 @@ class Holder:
     has_context: bool = False  # listed by the backend as a compute process
     used_by_gpu: dict[int, float] = field(default_factory=dict)
     proc: psutil.Process | None = field(default=None, repr=False, compare=False)  # kept for pid-reuse guard
-    create_time: float | None = None
+    create_time: float | None = None  # epoch, for showing: moves when the wall clock is stepped
+    start_ticks: int | None = None  # its start in clock ticks since boot: what names it (processes.start_of)
     gpus_known: bool = True  # False: it holds a GPU (CUDA opens every device file) but which is unknown
     pgid: int | None = None
     # started from the console's own terminal session (node.holders.scan sets it against the live consoles)
@@ -412,6 +416,7 @@ def _read_process(h: Holder) -> None:
                 h.user = str(proc.uids().real)
         h.sid = os.getsid(h.pid)
         h.pgid = os.getpgid(h.pid)
+        h.start_ticks = start_ticks(h.pid)
         h.same_session = bool(h.sid) and h.sid == os.getsid(0)  # node.holders.scan adds other consoles'
         h.proc = proc
     except (psutil.NoSuchProcess, ProcessLookupError):  # exited since the scan
@@ -457,8 +462,6 @@ class KnownRuns:
         self.open: list[Run] = []  # runs not ended when last seen (their session maybe not recorded yet)
 
     def tracked(self, journal: Journal) -> list[TrackedRun]:
-        from eagle_console.processes import alive
-
         runs = journal.runs()
         if len(runs) < self.seen:  # the journal was replaced under us: start again
             self.__init__()

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from eagle_console.engine.runner import Engine
     from eagle_console.engine.spec import UndoItem
     from eagle_console.journal import Journal
+    from eagle_console.node.procs import Holder
     from eagle_console.ops.orphans import HolderScan
     from eagle_console.plan.model import Plan, Step
 
@@ -97,7 +98,7 @@ def ask_kill(journal: Journal, found: HolderScan, grace: float) -> Approval:
     mib = sum(h.used_mib or 0.0 for h in targets)
     preview = [f"pid {h.pid} gpus {','.join(map(str, h.gpus)) or '-'} {h.used_mib or 0:.0f} MiB {h.command[:80]}"
                for h in targets]
-    params = {"pids": [[h.pid, h.create_time] for h in targets], "grace": grace}
+    params = {"pids": [[h.pid, _start(h)] for h in targets], "grace": grace}
     return _ask(journal, "kill", None, summary=f"kill {len(targets)} orphan(s) holding {mib:.0f} MiB",
                 reasons=[KILL_REASON], params=params, preview=preview)
 
@@ -154,6 +155,14 @@ def carry_out(engine: Engine, req: Approval, sim_dir: Path | None) -> dict[str, 
     raise Refused(f"request {req.id}: unknown action {req.action!r}")
 
 
+def _start(h: Holder) -> str | None:
+    """What names the holder across the wait for an approval: its pid and start (a clock step between the
+    ask and the approval must not make the same orphans look like other processes)."""
+    from eagle_console.processes import stamp
+
+    return stamp(h.start_ticks) if h.start_ticks is not None else None
+
+
 def kill_requested(journal: Journal, req: Approval, sim_dir: Path | None) -> dict[str, Any]:
     """Kill the processes the request named that are still the same processes (pid and start time) and still
     orphans now; the kill is journaled as any K is, with the asker's face."""
@@ -162,7 +171,7 @@ def kill_requested(journal: Journal, req: Approval, sim_dir: Path | None) -> dic
     asked = {(int(pid), ctime) for pid, ctime in req.params.get("pids") or []}
     with orphans.scan(sim_dir, journal) as found:
         targets = [h for h in orphans.choose(found) if h.pid not in found.refused
-                   and (h.pid, h.create_time) in asked]
+                   and (h.pid, _start(h)) in asked]
         record = orphans.kill(found, targets, grace=float(req.params.get("grace") or 10.0), scope="orphans",
                               face=req.asked_face or "console", journal=journal)
     gone = sorted({pid for pid, _ in asked} - {h.pid for h in targets})

@@ -149,7 +149,7 @@ class LocalRunner:
         return dict(self._node(node).env)
 
     def start(self, node: str, rank: int, argv: list[str], env: Mapping[str, str], log: Path) -> RankProcess:
-        from eagle_console.processes import create_time
+        from eagle_console.processes import start_of
         from eagle_console.statedir import private_dirs
 
         full_env = {**os.environ, **env, **self.node_env(node)}
@@ -161,7 +161,7 @@ class LocalRunner:
         finally:
             os.close(fd)
         self._children[child.pid] = child
-        return RankProcess(node=node, rank=rank, ref={"pid": child.pid, "ctime": create_time(child.pid)},
+        return RankProcess(node=node, rank=rank, ref={"pid": child.pid, "ctime": start_of(child.pid)},
                            log=str(log))
 
     def poll(self, proc: RankProcess) -> int | None:
@@ -180,7 +180,7 @@ class LocalRunner:
         from eagle_console.processes import stop_session
 
         pid = int(proc.ref["pid"])
-        stop_session(pid, pid, grace_s, leader_ctime=proc.ref.get("ctime"), own_child=self._children.get(pid))
+        stop_session(pid, pid, grace_s, leader_start=proc.ref.get("ctime"), own_child=self._children.get(pid))
         child = self._children.get(pid)
         if child is not None:
             try:

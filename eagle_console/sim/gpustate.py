@@ -7,14 +7,15 @@ Layout of a sim directory:
   dev/nvidiactl, dev/nvidia-uvm
                        a holder opens every device file, as a real CUDA process does (the fd scan
                        cannot tell which GPU it uses; the backend's per-GPU process lists can)
-  holders/<pid>.json   {"pid", "create_time", "mib": {"<gpu>": MiB}, "command"}
+  holders/<pid>.json   {"pid", "start", "mib": {"<gpu>": MiB}, "command"}; "start" names the process
+                       as the journal does (processes.start_of), so a step of the wall clock keeps it
   activity.json        {"pid", "util": {"<gpu>": 0..100}} written by the simulated server
   outside.json         {"<gpu>": MiB} held by processes this node's NVML does not list (the host's or another
                        container's, as seen from inside an LXC container): in the used totals, in no list
   node.json's "pid_offset" (container mode) is added to every pid the backend reports, as NVML inside
   an LXC container reports the host's pids
 
-A holder file whose process is gone (or whose pid was reused: create_time differs) is ignored and
+A holder file whose process is gone (or whose pid was reused: its start differs) is ignored and
 removed by readers, which is how "a dead process frees its memory" without any cleanup hook.
 """
 
@@ -27,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
+
+from eagle_console.processes import alive, start_of
 
 GPU_NAME = "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"
 GPU_MEMORY_MIB = 97887  # 96 GB cards as NVML reports them (MiB)
@@ -42,7 +45,7 @@ _held_fds: dict[str, int] = {}  # device files kept open for the life of this pr
 @dataclass(frozen=True)
 class SimHolder:
     pid: int
-    create_time: float
+    start: str | float  # processes.start_of; a float from a node made by an older version
     mib: dict[int, float]
     command: str
 
@@ -123,7 +126,7 @@ def hold(sim_dir: Path, mib: dict[int, float], command: str | None = None) -> No
     open_device_files(sim_dir)
     record = {
         "pid": me.pid,
-        "create_time": me.create_time(),
+        "start": start_of(me.pid),
         "mib": {str(k): float(v) for k, v in mib.items()},
         "command": command or " ".join(me.cmdline()),
     }
@@ -141,16 +144,11 @@ def holders(sim_dir: Path) -> list[SimHolder]:
             rec = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        try:
-            alive = abs(psutil.Process(rec["pid"]).create_time() - rec["create_time"]) < 0.01
-            if alive and psutil.Process(rec["pid"]).status() == psutil.STATUS_ZOMBIE:
-                alive = False
-        except (psutil.Error, KeyError):
-            alive = False
-        if not alive:
+        start = rec.get("start", rec.get("create_time"))  # create_time: a node made by an older version
+        if not isinstance(rec.get("pid"), int) or start is None or not alive(rec["pid"], start):
             path.unlink(missing_ok=True)
             continue
-        out.append(SimHolder(rec["pid"], rec["create_time"], {int(k): v for k, v in rec["mib"].items()},
+        out.append(SimHolder(rec["pid"], start, {int(k): v for k, v in rec["mib"].items()},
                              rec.get("command", "")))
     return out
 
