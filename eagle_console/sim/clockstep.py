@@ -1,0 +1,85 @@
+"""Run a command that sees the node as it is after a step of the wall clock.
+
+A step of the wall clock — chrony's `makestep` when a VM resumes from a snapshot, `date -s`, an NTP
+correction on a node whose clock drifted — does not touch a process's start (clock ticks since boot,
+/proc/PID/stat field 22) but moves /proc/stat's `btime` by the size of the step: the kernel works btime out
+at every read as the wall clock minus the time since boot (kernel/time/timekeeping.c, getboottime64). Every
+epoch start time built from it (psutil's create_time) moves with it. Stepping this machine's clock would
+move it for every process on it (a test suite, a CI job), so this shows one command the moved btime alone:
+a private mount namespace with a copy of /proc/stat whose btime is `seconds` later. Needs root (a mount
+namespace of one's own); `usable()` says whether it can be done here.
+
+    python -m eagle_console.sim.clockstep --by 2 -- eagle-console status PLAN --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+BTIME = re.compile(rb"^btime (\d+)$", re.MULTILINE)
+# The copy is bound over /proc/stat, then the command is run: the namespace goes with the command.
+SCRIPT = 'mount --bind "$1" /proc/stat && shift && exec "$@"'
+
+
+def stepped_stat(seconds: int) -> bytes:
+    """/proc/stat as it reads after the wall clock stepped `seconds` (negative: back)."""
+    with open("/proc/stat", "rb") as f:
+        text = f.read()
+    return BTIME.sub(lambda m: b"btime %d" % (int(m.group(1)) + seconds), text, count=1)
+
+
+def command(argv: list[str], stat_copy: str) -> list[str]:
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", SCRIPT, "sh", stat_copy, *argv]
+
+
+def usable() -> str | None:
+    """None when a command can be shown a stepped clock here, else why not."""
+    if os.geteuid() != 0:
+        return "needs root (a mount namespace of its own)"
+    if shutil.which("unshare") is None:
+        return "no unshare(1)"
+    with tempfile.NamedTemporaryFile(prefix="clockstep-") as f:
+        f.write(stepped_stat(7))
+        f.flush()
+        try:
+            out = subprocess.run(command(["cat", "/proc/stat"], f.name), capture_output=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return f"unshare failed: {e}"
+    if out.returncode != 0 or BTIME.search(out.stdout) is None:
+        return f"unshare failed: {out.stderr.decode(errors='replace').strip()[:200]}"
+    return None
+
+
+def run(argv: list[str], seconds: int, **popen) -> subprocess.CompletedProcess:
+    """Run `argv` to its end as if the wall clock had stepped `seconds`; `popen` as subprocess.run's."""
+    fd, path = tempfile.mkstemp(prefix="clockstep-stat-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(stepped_stat(seconds))
+        return subprocess.run(command(argv, path), **popen)
+    finally:
+        os.unlink(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="eagle_console.sim.clockstep", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--by", type=int, required=True, help="seconds the wall clock stepped (negative: back)")
+    ap.add_argument("cmd", nargs=argparse.REMAINDER, help="-- then the command")
+    args = ap.parse_args(argv)
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if not cmd:
+        ap.error("a command to run is needed after --")
+    if why := usable():
+        print(f"eagle_console.sim.clockstep: cannot show a stepped clock here: {why}", file=sys.stderr)
+        return 2
+    return run(cmd, args.by).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
