@@ -42,10 +42,27 @@ def _stat(pid: int | None) -> list[bytes] | None:
 
 
 def _ticks(fields: list[bytes]) -> int | None:
+    """Field 22 (starttime) as the initial time namespace counts it: the kernel adds the reader's own time
+    namespace's boottime offset (fs/proc/array.c, timens_add_boottime_ns), so a console and a supervisor in
+    namespaces of different offsets (`unshare --time`, a CRIU-restored container) would disagree."""
     try:
-        return int(fields[19])  # field 22, starttime
+        return int(fields[19]) - _timens_ticks()
     except (IndexError, ValueError):
         return None
+
+
+@functools.lru_cache(maxsize=1)
+def _timens_ticks() -> int:
+    """This process's time namespace's boottime offset, in clock ticks (0 outside one, or where unknown)."""
+    try:
+        with open("/proc/self/timens_offsets") as f:
+            for line in f:
+                name, secs, nsecs = line.split()
+                if name == "boottime":
+                    return round((int(secs) + int(nsecs) / 1e9) * CLOCK_TICKS)
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def _started(fields: list[bytes]) -> float | None:

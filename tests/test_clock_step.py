@@ -155,3 +155,22 @@ def test_an_older_journals_epoch_start_still_names_its_process():
     finally:
         child.kill()
         child.wait()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a time namespace needs root")
+def test_a_reader_in_another_time_namespace_names_the_process_alike():
+    """A reader whose time namespace has a boottime offset sees every process's start that much later in
+    /proc/PID/stat; the recorded start is the initial namespace's, so both name the process alike."""
+    child = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        mine = wait_for(lambda: start_of(child.pid), timeout=10)
+        code = f"from eagle_console.processes import alive, start_of; print(start_of({child.pid}), " \
+               f"alive({child.pid}, {mine!r}))"
+        seen = subprocess.run(["unshare", "--time", "--fork", "--boottime", "1000", sys.executable, "-c", code],
+                              capture_output=True, text=True, timeout=60)
+        if seen.returncode != 0 and "unshare" in seen.stderr:
+            pytest.skip(f"no time namespace here: {seen.stderr.strip()[:200]}")
+        assert seen.stdout.split() == [mine, "True"], seen.stderr
+    finally:
+        child.kill()
+        child.wait()
