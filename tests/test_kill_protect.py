@@ -22,6 +22,7 @@ from eagle_console.journal import Journal
 from eagle_console.node.kill import LIVE_JOB, MAYBE_LIVE_JOB
 from eagle_console.node.procs import eagle_console_kind
 from eagle_console.ops.orphans import KillRecord, journal_supervisors
+from eagle_console.processes import start_of
 from eagle_console.sim import gpustate
 from eagle_console.sim.orphans import leave_orphans
 
@@ -166,7 +167,7 @@ def test_a_supervisor_the_journal_recorded_is_protected_whatever_its_command_lin
     request.addfinalizer(lambda: (sup.kill(), sup.wait()))
     assert sup.stdout.readline().strip() == "up"
     run_id = eng.journal.begin_run("0.1", command="gpu.kill", log=None)
-    eng.journal.record_proc(run_id, "0.1", supervisor_pid=sup.pid, supervisor_ctime=psutil.Process(sup.pid).create_time())
+    eng.journal.record_proc(run_id, "0.1", supervisor_pid=sup.pid, supervisor_ctime=start_of(sup.pid))
     assert journal_supervisors(eng.journal) == {sup.pid}
     out = subprocess.run([sys.executable, "-m", "eagle_console", "orphans", str(plan), "--json", "--kill", "--yes",
                           "--scope", "match", "--match", "python", "--grace", "1s", "--sim", str(sim)],
@@ -274,18 +275,18 @@ def test_the_supervisors_follow_the_journal_from_one_scan_to_the_next(tmp_path):
                                              start_new_session=True) for _ in range(3))
     try:
         ended = journal.begin_run("0.1", command="true", log=None, force=True)
-        journal.record_proc(ended, "0.1", supervisor_pid=first.pid, supervisor_ctime=psutil.Process(first.pid).create_time())
+        journal.record_proc(ended, "0.1", supervisor_pid=first.pid, supervisor_ctime=start_of(first.pid))
         assert journal_supervisors(journal) == {first.pid}
         later = journal.begin_run("0.1", command="true", log=None, force=True)
         assert journal_supervisors(journal) == {first.pid}  # begun, its supervisor not recorded yet
         journal.record_proc(later, "0.1", supervisor_pid=second.pid,
-                            supervisor_ctime=psutil.Process(second.pid).create_time())
+                            supervisor_ctime=start_of(second.pid))
         assert journal_supervisors(journal) == {first.pid, second.pid}
         first.kill()
         first.wait()
         assert journal_supervisors(journal) == {second.pid}
         again = journal.begin_run("0.1", command="true", log=None, force=True)  # a new run, a live supervisor
-        journal.record_proc(again, "0.1", supervisor_pid=third.pid, supervisor_ctime=psutil.Process(third.pid).create_time())
+        journal.record_proc(again, "0.1", supervisor_pid=third.pid, supervisor_ctime=start_of(third.pid))
         assert journal_supervisors(journal) == {second.pid, third.pid}
         assert journal_supervisors(Journal.for_plan(engine_for(plan).plan)) == {second.pid, third.pid}  # a fresh reader
     finally:
@@ -306,7 +307,7 @@ def test_the_tracked_runs_follow_the_journal_from_one_poll_to_the_next(tmp_path)
     journal = Journal.for_plan(engine_for(plan).plan)
     action = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
     try:
-        ctime = psutil.Process(action.pid).create_time()
+        ctime = start_of(action.pid)
         old = journal.begin_run("0.1", command="true", log=None, force=True)
         journal.record_proc(old, "0.1", pid=4_000_000, pid_ctime=1.0, pgid=4_000_000, sid=4_000_000)
         journal.end_run(old, "0.1", exit_code=0, outcome="completed")

@@ -12,7 +12,7 @@ import time
 
 from eagle_console.cluster import noderuns
 from eagle_console.cluster.job_events import JobEvents
-from eagle_console.processes import create_time
+from eagle_console.processes import start_of
 
 OLD = time.time() - noderuns.KEEP_S - 86400
 
@@ -38,9 +38,9 @@ def test_a_new_node_run_removes_records_of_runs_ended_long_ago_and_keeps_live_on
         _record(folder, "never-ended-dead", old, supervisor_pid=gone.pid)
         _record(folder, "ended-yesterday", 86400, supervisor_pid=gone.pid, exit={"outcome": "failed"})
         _record(folder, "supervisor-alive", old, supervisor_pid=supervisor.pid,
-                supervisor_ctime=create_time(supervisor.pid))
+                supervisor_ctime=start_of(supervisor.pid))
         _record(folder, "action-alive", old, supervisor_pid=gone.pid, sid=action.pid, pgid=action.pid,
-                pid_ctime=create_time(action.pid))
+                pid_ctime=start_of(action.pid))
         (folder / "half.json.123.tmp").write_text("{")
         os.utime(folder / "half.json.123.tmp", (OLD, OLD))
         (folder / "notes.txt").write_text("not ours")

@@ -24,7 +24,7 @@ from eagle_console.node.procs import (
     scan_holders,
     scan_node,
 )
-from eagle_console.processes import alive
+from eagle_console.processes import alive, start_of
 from eagle_console.sim import gpustate
 
 # One script, three roles: a subreaper that adopts orphans and reaps them, a launcher that starts
@@ -175,7 +175,7 @@ def test_run_session_tracked_while_main_alive_then_orphaned(tmp_path, sim):
     backend = open_backend(sim)
     try:
         sid = os.getsid(tree.launcher)
-        born = psutil.Process(tree.launcher).create_time()  # the leader's identity, as the journal keeps it
+        born = start_of(tree.launcher)  # the leader's identity, as the journal keeps it
 
         def run() -> TrackedRun:
             return TrackedRun(step_id="0.3", run_id=12, sid=sid, main_pid=tree.launcher,

@@ -18,11 +18,11 @@ import sys
 import textwrap
 import time
 
-import psutil
 import pytest
 
 from eagle_console.node.gpus import open_backend
 from eagle_console.node.procs import TrackedRun, scan_holders
+from eagle_console.processes import CLOCK_TICKS, stamp, start_ticks
 from eagle_console.sim import gpustate
 
 INSIDE = textwrap.dedent('''
@@ -31,13 +31,13 @@ INSIDE = textwrap.dedent('''
     from eagle_console.node.gpus import open_backend
     from eagle_console.node.procs import TrackedRun, scan_holders
     from eagle_console.sim import gpustate
-    import psutil
+    from eagle_console.processes import start_of
 
     sim = Path(sys.argv[1])
     gpustate.create_node(sim)
     # the old run: its main process led session S, then the whole session ended
     old = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
-    sid, ctime = old.pid, psutil.Process(old.pid).create_time()
+    sid, ctime = old.pid, start_of(old.pid)  # as the supervisor records it
     old.kill(); old.wait()
     ended = time.time()
     time.sleep(0.3)  # create times match within 0.05 s (clock ticks): be born clearly later
@@ -102,7 +102,7 @@ def test_live_unrelated_session_with_an_old_runs_sid(tmp_path):
         wpid = int(launcher.stdout.readline())
         launcher.stdout.readline()
         sid = launcher.pid
-        born = psutil.Process(sid).create_time()
+        born = start_ticks(sid)
         backend = open_backend(sim)
 
         def scan(run: TrackedRun):
@@ -111,12 +111,12 @@ def test_live_unrelated_session_with_an_old_runs_sid(tmp_path):
             return h
 
         old = TrackedRun(step_id="0.3", run_id=7, sid=sid, main_pid=sid, main_alive=False,
-                         main_ctime=born - 3600.0, ended=born - 3000.0)
+                         main_ctime=stamp(born - 3600 * CLOCK_TICKS), ended=time.time() - 3000.0)
         h = scan(old)
         assert h.sid == sid and h.ppid == launcher.pid
         assert (h.cls, h.owner) == ("other", None)
         # the run's own session (same leader identity) still makes a live run's worker tracked
-        own = TrackedRun(step_id="0.3", run_id=8, sid=sid, main_pid=sid, main_alive=True, main_ctime=born)
+        own = TrackedRun(step_id="0.3", run_id=8, sid=sid, main_pid=sid, main_alive=True, main_ctime=stamp(born))
         assert (scan(own).cls, scan(own).owner) == ("tracked", "0.3")
     finally:
         os.killpg(launcher.pid, signal.SIGKILL)

@@ -184,17 +184,17 @@ def test_a_reused_session_number_is_not_taken_for_the_lost_action(tmp_path):
 
     other = subprocess.Popen(["sleep", "60"], start_new_session=True)
     try:
-        from eagle_console.processes import create_time
+        from eagle_console.processes import CLOCK_TICKS, stamp, start_ticks
 
-        born = create_time(other.pid)
+        born = start_ticks(other.pid)
         plan = write_plan(tmp_path, FOREVER)
         journal = Journal(plan.parent / ".eagle-console" / "t" / "journal.db")
         run_id = journal.begin_run("0.1", command="x", log=None)
-        journal.record_proc(run_id, "0.1", supervisor_pid=1, pid=other.pid, pid_ctime=born - 100.0,
+        journal.record_proc(run_id, "0.1", supervisor_pid=1, pid=other.pid, pid_ctime=stamp(born - 100 * CLOCK_TICKS),
                             pgid=other.pid, sid=other.pid)
         journal.end_run(run_id, "0.1", exit_code=None, outcome="lost", reason="lost", step_status="failed")
         assert still_running(journal.run(run_id)) == []  # same number, another process
-        journal.record_proc(run_id, "0.1", pid_ctime=born)
+        journal.record_proc(run_id, "0.1", pid_ctime=stamp(born))
         assert still_running(journal.run(run_id)) == [other.pid]  # the recorded one
         journal.close()
     finally:
