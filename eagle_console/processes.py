@@ -93,6 +93,20 @@ def boot_id() -> str:
         return ""
 
 
+@functools.lru_cache(maxsize=1)
+def this_host() -> str:
+    """The machine a supervisor records itself on (its hostname): a state dir on a home shared by several
+    machines (NFS) holds runs whose pids are another machine's, never judged or signalled here."""
+    import socket
+
+    return socket.gethostname()
+
+
+def on_this_host(host: str | None) -> bool:
+    """A run recorded on `host` has its processes on this machine (no host: an older record, as before)."""
+    return not host or host == this_host()
+
+
 def start_of(pid: int | None) -> str | None:
     """`pid`'s identity to record ("TICKS@BOOT_ID"), None when there is no such process."""
     ticks = start_ticks(pid)

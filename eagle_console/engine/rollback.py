@@ -11,6 +11,7 @@ from eagle_console.engine.runner import Engine, action_argv, action_env, launch_
 from eagle_console.engine.spec import RollbackSpec, UndoItem, kill_grace_s, rollback_log_path, write_spec
 from eagle_console.journal import Refused
 from eagle_console.plan.model import Step
+from eagle_console.processes import on_this_host, this_host
 from eagle_console.statedir import runs_dir
 
 UNDOABLE = ("completed", "failed", "in_progress")
@@ -82,6 +83,9 @@ def _undo_item(engine: Engine, step: Step, force: bool = False) -> UndoItem:
         stop = {"run_id": run.id, "job_id": run.job_id, "node": run.node, "lost": run.finished,
                 "address": plan.cluster.address if plan.cluster else "auto"}
     elif run and run.sid and (not run.finished or run.outcome == "lost"):
+        if not on_this_host(run.host):  # its pids are another machine's: a stop here would hit others
+            raise Refused(f"step {step.id}: {engine.journal.run_label(run.id)} runs on {run.host}, not on this "
+                          f"machine ({this_host()}): roll it back there")
         stop = {"run_id": run.id, "pid": run.pid, "pid_ctime": run.pid_ctime, "pgid": run.pgid, "sid": run.sid,
                 "lost": run.finished}
     if step.rollback is not None:

@@ -25,7 +25,7 @@ from eagle_console.engine.spec import (
 )
 from eagle_console.journal import EventKind, Journal, Refused, Run, exitslot, heldslot, plan_statuses
 from eagle_console.plan.model import Action, Plan, Ready, Step
-from eagle_console.processes import alive
+from eagle_console.processes import alive, on_this_host
 from eagle_console.pyenv import builtin_argv, own_process_env
 from eagle_console.statedir import artifacts_dir, private_opener, runs_dir
 
@@ -104,6 +104,8 @@ class Engine:
                 continue
             if run.node and now - run.started <= SUPERVISOR_START_GRACE_S:
                 continue  # being submitted
+            if not on_this_host(run.host):
+                continue  # its supervisor is another machine's (a shared state dir): that machine judges it
             if run.supervisor_pid:
                 if alive(run.supervisor_pid, run.supervisor_ctime):
                     continue
@@ -128,6 +130,8 @@ class Engine:
                                     step_status=status):
                 lost.append(run)
         for rb in self.journal.open_rollbacks():
+            if not on_this_host(rb.host):
+                continue
             if rb.supervisor_pid:
                 if alive(rb.supervisor_pid, rb.supervisor_ctime):
                     continue

@@ -31,7 +31,7 @@ from eagle_console.journal import EventKind, Journal, exitslot, heldslot
 from eagle_console.journal.recorder import WRITE_ERRORS, Recorder, persist, warn
 from eagle_console.node import selfmark
 from eagle_console.node.tail import NotRegularFile, open_regular
-from eagle_console.processes import alive, start_of, stop_session
+from eagle_console.processes import alive, start_of, stop_session, this_host
 from eagle_console.pyenv import child_command, forget_own_entry, shown
 from eagle_console.statedir import private_dirs
 
@@ -227,7 +227,8 @@ def run_action(spec: ActionSpec) -> int:
     slot = heldslot.held_slot(Path(spec.journal).parent, spec.run_id) if spec.journal else None
     recorder = Recorder(journal, spec.run_id, spec.step_id, slot)
     try:
-        journal.record_proc(spec.run_id, spec.step_id, supervisor_pid=me, supervisor_ctime=start_of(me))
+        journal.record_proc(spec.run_id, spec.step_id, supervisor_pid=me, supervisor_ctime=start_of(me),
+                            host=this_host())
         label = journal.run_label(spec.run_id)
     except WRITE_ERRORS as exc:  # unseen, a live supervisor would be taken for one that never started
         reason = f"not started: its supervisor could not record itself in the journal ({exc})"
@@ -380,7 +381,7 @@ def run_rollback(spec: RollbackSpec) -> int:
     me = os.getpid()
     # every write below waits out a full disk (recorder.persist) rather than kill the rollback half-way
     persist(partial(journal.append, EventKind.ROLLBACK_PROC, spec.target, spec.rollback_id, None, supervisor_pid=me,
-                    supervisor_ctime=start_of(me)), "recording the rollback's supervisor")
+                    supervisor_ctime=start_of(me), host=this_host()), "recording the rollback's supervisor")
     sup.note(f"rollback {spec.rollback_id} of {spec.target}: " + ", ".join(i.step_id for i in spec.items))
     for item in spec.items:
         current = journal.states().get(item.step_id)
@@ -390,7 +391,7 @@ def run_rollback(spec: RollbackSpec) -> int:
         run_id = persist(partial(journal.begin_run, item.step_id, command=item.description, log=str(log),
                                  kind="rollback", force=True), "recording the undo")
         recorder = Recorder(journal, run_id, item.step_id, None)
-        recorder.proc(supervisor_pid=me, supervisor_ctime=start_of(me))
+        recorder.proc(supervisor_pid=me, supervisor_ctime=start_of(me), host=this_host())
         sup.note(f"{item.step_id}: {item.description}")
         ok, reason = True, None
         if item.stop:

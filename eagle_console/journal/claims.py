@@ -19,6 +19,7 @@ class OpenRollback(NamedTuple):
     started: float
     supervisor_pid: int | None
     supervisor_ctime: str | float | None  # processes.start_of
+    host: str | None = None  # the machine its supervisor runs on
 
 
 class Holder(NamedTuple):
@@ -61,5 +62,6 @@ def open_rollbacks(conn: sqlite3.Connection, ended: set[int] | frozenset[int] = 
         if rid in ended:
             continue
         p = json.loads(proc) if proc else {}
-        out.append(OpenRollback(rid, target or "", at, p.get("supervisor_pid"), p.get("supervisor_ctime")))
+        out.append(OpenRollback(rid, target or "", at, p.get("supervisor_pid"), p.get("supervisor_ctime"),
+                                p.get("host")))
     return out

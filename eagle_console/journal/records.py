@@ -83,6 +83,7 @@ class Run:
     node: str | None = None  # a cluster run (issue #20): the node its Ray job runs on, and the job
     job_id: str | None = None
     face: str | None = None  # the face that started it: console | cli | agent:<client>
+    host: str | None = None  # the machine its supervisor runs on (processes.this_host); None: an older record
 
     @property
     def finished(self) -> bool:

@@ -311,8 +311,10 @@ class Journal:
                 known = {**(needs_status or {}), **{sid: st.status for sid, st in states.items()}}
                 if missing := unmet(needs if isinstance(needs, Mapping) else {n: (n,) for n in needs}, known):
                     raise Refused(f"step {step_id} needs {', '.join(missing)} completed first")
+            from eagle_console.processes import this_host  # the machine whose processes the run's are
+
             run_id = self._insert(conn, EventKind.RUN_BEGIN, step_id, None, who, kind=kind, command=command,
-                                  log=log, service=service, env=env or {})
+                                  log=log, service=service, env=env or {}, host=this_host())
             if kind == "action":
                 self._insert(conn, EventKind.STATUS, step_id, run_id, who, status="in_progress", source="run")
             return run_id

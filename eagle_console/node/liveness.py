@@ -19,6 +19,7 @@ from eagle_console.processes import (
     ProcStart,
     alive,
     born_within,
+    on_this_host,
     proc_state,
     same_process,
     session_window,
@@ -48,7 +49,7 @@ def process_word(pid: int | None, ctime: ProcStart | None, dead: str) -> str | N
 
 def run_procs(run: Run, still: list[int] | None = None) -> RunProcs:
     """The run's processes now; `still` (from `still_running_many`) saves a scan of every process."""
-    if run.job_id:  # on a cluster node: its Ray job says, not a local pid
+    if run.job_id or not on_this_host(run.host):  # a cluster node's (its Ray job says) or another machine's
         return RunProcs(None, None, [])
     if run.finished:
         return RunProcs(None, None, still_running(run) if still is None else still)
@@ -67,7 +68,8 @@ def still_running_many(runs: Iterable[Run]) -> dict[int, list[int]]:
     (processes.session_members' rule). Other ended runs had their session swept by their supervisor (a
     service's leftovers are orphans: `orphans`, K), and only a lost run's is what a rollback stops."""
     wanted = {r.id: r for r in runs
-              if r.finished and r.outcome == "lost" and r.sid and r.pid_ctime and not r.job_id}
+              if r.finished and r.outcome == "lost" and r.sid and r.pid_ctime and not r.job_id
+              and on_this_host(r.host)}
     if not wanted:
         return {}
     me = os.getpid()

@@ -28,7 +28,7 @@ from eagle_console.node.gpus.attribution import (
     pid_namespace,
 )
 from eagle_console.node.selfmark import marked_kind
-from eagle_console.processes import ProcStart, alive, recorded_ticks, start_ticks
+from eagle_console.processes import ProcStart, alive, on_this_host, recorded_ticks, start_ticks
 
 if TYPE_CHECKING:
     from eagle_console.journal import Journal, Run
@@ -473,7 +473,7 @@ class KnownRuns:
         self.open = []
         newly_ended = False
         for run in sorted(by_id.values(), key=lambda r: r.id):
-            if run.node:  # a run on another node: its pids are that node's
+            if run.node or not on_this_host(run.host):  # a run on another node or machine: its pids are that's
                 continue
             if not (run.sid and run.pid):
                 if run.ended is None:  # its session not recorded yet (record_proc comes after the start)

@@ -304,14 +304,16 @@ def run_processes(runs: Mapping[str, Run | None]) -> dict[str, RunProcs]:
 def add_process_keys(doc: dict, procs: Mapping[str, RunProcs], runs: Mapping[str, Run | None]) -> dict:
     """`status --json`: each step's run gains supervisor_pid, supervisor_state (running | stopped | dead, null
     once ended), action_state (running | stopped | exited | gone, null once ended) and still_running (the pids
-    of an ended run's session that still run). The spec's keys are left as they are."""
+    of an ended run's session that still run), and host (the machine its supervisor runs on: another
+    machine's run, in a state dir shared by several, has both states null here). The spec's keys are left
+    as they are."""
     for phase in doc["phases"]:
         for step in phase["steps"]:
             run, p = runs.get(step["id"]), procs.get(step["id"])
             if step["run"] is None or run is None or p is None:
                 continue
             step["run"].update(supervisor_pid=run.supervisor_pid, supervisor_state=p.supervisor_state,
-                               action_state=p.action_state, still_running=p.still_running)
+                               action_state=p.action_state, still_running=p.still_running, host=run.host)
             if run.job_id:  # a node run: what the console knows beyond the journal (docs/cli.md)
                 note = node_note(run)
                 step["run"].update(node=run.node, node_unreachable=note is not None and note.state == "unreachable",
@@ -339,6 +341,13 @@ def unknown_text(run: Run) -> str | None:
     return f"{note.text} (since {time.strftime('%H:%M:%S', time.localtime(note.since))})"
 
 
+def elsewhere(run: Run) -> bool:
+    """An unfinished run whose supervisor is another machine's (a state dir several machines share)."""
+    from eagle_console.processes import on_this_host
+
+    return not run.finished and not run.job_id and not on_this_host(run.host)
+
+
 def run_state_text(run: Run, procs: RunProcs, hints: Hints = NEUTRAL) -> str:
     """What a step's latest run is doing, for a status line: `running, pid N`; stopped with how to resume it;
     or, once ended, its last exit and the action that outlived it, with how to stop that."""
@@ -349,6 +358,9 @@ def run_state_text(run: Run, procs: RunProcs, hints: Hints = NEUTRAL) -> str:
         pids = ", ".join(map(str, procs.still_running))
         return (f"{end}; its action still runs (pids {pids}, session {run.sid}): stop it with "
                 f"`pkill -TERM -s {run.sid}`, or roll the step back{hints.rollback}")
+    if elsewhere(run):
+        return (f"running on {run.host}, pid {run.pid or run.supervisor_pid or '?'} there (not this machine: "
+                f"it is judged, stopped and rolled back from {run.host})")
     if (note := node_note(run)) is not None:
         if (unknown := unknown_text(run)) is not None:
             return unknown

@@ -1,0 +1,75 @@
+"""Run a command as another machine that shares this one's files would run it.
+
+GPU nodes often share home directories (NFS): a plan, and the state dir beside it, are then seen from
+every machine the operator logs in to. A console on the second machine sees none of the first's processes,
+its pids are numbered on their own, its hostname and boot id are its own. This shows one command exactly
+that: a PID namespace with its own /proc, a UTS namespace with `hostname`, and a boot id of its own bound
+over /proc/sys/kernel/random/boot_id (a mount namespace) — the files stay shared, as on NFS. Needs root;
+`usable()` says whether it can be done here.
+
+    python -m eagle_console.sim.otherhost --hostname node-b -- eagle-console status PLAN --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+
+# unshare(1) mounts the PID namespace's own /proc first; the boot id is bound over that one
+SCRIPT = 'hostname "$1" && mount --bind "$2" /proc/sys/kernel/random/boot_id && shift 2 && exec "$@"'
+
+
+def command(argv: list[str], hostname: str, boot_id_file: str) -> list[str]:
+    return ["unshare", "--pid", "--fork", "--mount-proc", "--uts", "--mount", "--propagation", "private",
+            "sh", "-c", SCRIPT, "sh", hostname, boot_id_file, *argv]
+
+
+def run(argv: list[str], hostname: str, **popen) -> subprocess.CompletedProcess:
+    """Run `argv` to its end as machine `hostname` (a new boot id each call); `popen` as subprocess.run's."""
+    fd, path = tempfile.mkstemp(prefix="otherhost-boot-")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(f"{uuid.uuid4()}\n")
+        return subprocess.run(command(argv, hostname, path), **popen)
+    finally:
+        os.unlink(path)
+
+
+def usable() -> str | None:
+    """None when a command can be run as another machine here, else why not."""
+    if os.geteuid() != 0:
+        return "needs root (PID, UTS and mount namespaces of its own)"
+    if shutil.which("unshare") is None:
+        return "no unshare(1)"
+    try:
+        out = run(["sh", "-c", "hostname; cat /proc/sys/kernel/random/boot_id; echo $$"], "sim-probe",
+                  capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"unshare failed: {e}"
+    lines = out.stdout.split()
+    if out.returncode != 0 or len(lines) != 3 or lines[0] != "sim-probe" or lines[2] != "1":
+        return f"unshare failed: {out.stderr.strip()[:200]}"
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="eagle_console.sim.otherhost", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--hostname", default="node-b", help="the other machine's hostname (default node-b)")
+    ap.add_argument("cmd", nargs=argparse.REMAINDER, help="-- then the command")
+    args = ap.parse_args(argv)
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if not cmd:
+        ap.error("a command to run is needed after --")
+    if why := usable():
+        print(f"eagle_console.sim.otherhost: cannot run as another machine here: {why}", file=sys.stderr)
+        return 2
+    return run(cmd, args.hostname).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
