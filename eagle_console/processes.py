@@ -136,8 +136,9 @@ def recorded_ticks(start: str | float | None) -> tuple[float, float] | None:
             return float(int(ticks)), 0.5  # exact: both sides are the kernel's own integer
         except ValueError:
             return None
-    try:  # an older journal's epoch create time: against btime now, as it was compared when recorded
-        return (float(start) - _boot_time()) * CLOCK_TICKS, CTIME_SLACK_S * CLOCK_TICKS
+    try:  # an older journal's epoch create time: against btime now, as it was compared when recorded (a time
+        # namespace moves btime back by its offset, which `_ticks` takes off the other side)
+        return (float(start) - _boot_time()) * CLOCK_TICKS - _timens_ticks(), CTIME_SLACK_S * CLOCK_TICKS
     except (OSError, TypeError, ValueError):
         return None
 
@@ -277,8 +278,8 @@ def terminate_then_kill(procs: list[psutil.Process], grace_s: float) -> list[psu
     return alive
 
 
-def stop_session(sid: int, pgid: int | None, grace_s: float, on_wait=None,
-                 leader_start: ProcStart | None = None, own_child: subprocess.Popen | None = None) -> list[int]:
+def stop_session(sid: int, pgid: int | None, grace_s: float, on_wait=None, leader_start: ProcStart | None = None,
+                 own_child: subprocess.Popen | None = None) -> list[int]:
     """SIGTERM every process of the run's session and group, SIGKILL what is left after `grace_s`.
 
     A child that moved to its own process group is still in the session, so both are swept. Returns the

@@ -193,3 +193,15 @@ def small_disk(tmp_path, request) -> Path:
     from diskkit import mount_tmpfs
 
     return mount_tmpfs(tmp_path / "mnt", request)
+
+
+@pytest.fixture
+def held_run(tmp_path, monkeypatch):
+    """(plan, sim dir, worker pid): a live run holding GPU memory on a simulated node (heldkit)."""
+    from heldkit import start_held_run, stop_held_run
+
+    monkeypatch.delenv("EAGLE_CONSOLE_GPU_BACKEND", raising=False)
+    monkeypatch.setenv("EAGLE_CONSOLE_KILL_GRACE", "1")
+    plan, sim, worker = start_held_run(tmp_path)
+    yield plan, sim, worker
+    stop_held_run(plan, worker)

@@ -10,89 +10,47 @@ the same /proc reads a real step changes.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 
 import psutil
 import pytest
-from enginekit import wait_for, write_plan
+from enginekit import wait_for
+from heldkit import cli, doc, step_of
 
 from eagle_console.processes import CLOCK_TICKS, alive, create_time, same_process, session_members, start_of
-from eagle_console.sim import clockstep, gpustate
+from eagle_console.sim import clockstep
 
 STEP_S = 3  # more than any slack an epoch comparison allowed (0.05 s), as small as a VM resume's step
 
-needs_clockstep = pytest.mark.skipif(bool(clockstep.usable()), reason=f"clockstep: {clockstep.usable()}")
 
 
-def cli(args: list[str], stepped: int = 0) -> subprocess.CompletedProcess:
-    argv = [sys.executable, "-m", "eagle_console", *args]
-    if stepped:
-        return clockstep.run(argv, stepped, capture_output=True, text=True, timeout=120)
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+@pytest.fixture(scope="module")
+def can_step_clock() -> None:
+    if why := clockstep.usable():  # here, not at collection: each xdist worker collects every module
+        pytest.skip(f"clockstep: {why}")
 
 
-def doc(args: list[str], stepped: int = 0) -> dict:
-    done = cli(args, stepped)
-    assert done.stdout.strip(), f"{args} stepped {stepped}: exit {done.returncode}: {done.stderr}"
-    return json.loads(done.stdout)
+def stepped(seconds: int):
+    """A runner (heldkit.cli) showing the command a wall clock stepped by `seconds`."""
+    return lambda argv, **popen: clockstep.run(argv, seconds, **popen)
 
 
-def step_of(doc: dict, step_id: str) -> dict:
-    return next(s for p in doc["phases"] for s in p["steps"] if s["id"] == step_id)
-
-
-@pytest.fixture
-def held_run(tmp_path, monkeypatch):
-    """A plan whose step 0.1 runs a worker holding 500 MiB of GPU 1 on a simulated node, started with
-    `run` and holding; yields (plan, sim, worker pid)."""
-    monkeypatch.delenv("EAGLE_CONSOLE_GPU_BACKEND", raising=False)
-    monkeypatch.setenv("EAGLE_CONSOLE_KILL_GRACE", "1")
-    sim = tmp_path / "sim"
-    gpustate.create_node(sim)
-    plan = write_plan(tmp_path, f"""
-        [[phase]]
-        id = "0"
-        title = "serve"
-
-          [[phase.step]]
-          id = "0.1"
-          title = "hold a GPU"
-          run = ["{sys.executable}", "-m", "eagle_console.sim.orphans", "worker", "--sim", "{sim}",
-                 "--gpu", "1", "--mib", "500"]
-
-          [[phase.step]]
-          id = "0.2"
-          title = "look at it"
-          needs = ["0.1"]
-    """)
-    started = cli(["run", str(plan), "0.1", "--yes"])
-    assert started.returncode == 0, started.stderr
-    holders = wait_for(lambda: gpustate.holders(sim), timeout=30)
-    worker = holders[0].pid
-    yield plan, sim, worker
-    cli(["rollback", str(plan), "0.1", "--yes", "--force"])
-    if alive(worker):
-        psutil.Process(worker).kill()
-
-
-@needs_clockstep
-def test_a_live_run_stays_live_and_its_workers_its_own_after_the_wall_clock_steps(held_run):
+def test_a_live_run_stays_live_and_its_workers_its_own_after_the_wall_clock_steps(can_step_clock, held_run):
     plan, sim, worker = held_run
     for by in (STEP_S, -STEP_S):
         # `next` reconciles and writes what it finds: before, it recorded the live run lost here
-        nxt = cli(["next", str(plan), "--yes"], stepped=by)
+        nxt = cli(["next", str(plan), "--yes"], stepped(by))
         assert nxt.returncode in (0, 1), nxt.stderr
-        run = step_of(doc(["status", str(plan), "--json"], stepped=by), "0.1")
+        run = step_of(doc(["status", str(plan), "--json"], stepped(by)), "0.1")
         assert run["status"] == "in_progress" and run["run"]["ended"] is None, (by, run)
         assert run["run"]["supervisor_state"] == "running" and run["run"]["action_state"] == "running", run
 
-        seen = doc(["orphans", str(plan), "--json", "--sim", str(sim)], stepped=by)
+        seen = doc(["orphans", str(plan), "--json", "--sim", str(sim)], stepped(by))
         mine = [h for h in seen["holders"] if h["pid"] == worker]
         assert [(h["class"], h["owner"]) for h in mine] == [("tracked", "0.1")], (by, seen)
-        gpus = doc(["gpus", "--json", "--sim", str(sim)], stepped=by)
+        gpus = doc(["gpus", "--json", "--sim", str(sim)], stepped(by))
         held = {p["pid"]: p["used_mib"] for p in gpus["gpus"][1]["processes"]}
         assert held.get(worker) == 500.0, (by, gpus["gpus"][1])  # the sim kept the holder's memory
 
@@ -104,12 +62,11 @@ def test_a_live_run_stays_live_and_its_workers_its_own_after_the_wall_clock_step
     assert run["status"] == "in_progress" and run["run"]["ended"] is None, run
 
 
-@needs_clockstep
-def test_a_run_recorded_before_the_step_is_stopped_whole_by_its_rollback(held_run):
+def test_a_run_recorded_before_the_step_is_stopped_whole_by_its_rollback(can_step_clock, held_run):
     """The rollback, under the stepped clock, finds the run's session by its leader's recorded start and
     stops it: before, every member was born "before" the leader (epoch times moved) and none was stopped."""
     plan, sim, worker = held_run
-    done = cli(["rollback", str(plan), "0.1", "--yes", "--force"], stepped=-STEP_S)
+    done = cli(["rollback", str(plan), "0.1", "--yes", "--force"], stepped(-STEP_S))
     assert done.returncode == 0, done.stderr
     wait_for(lambda: not alive(worker), timeout=30)
 
@@ -164,13 +121,14 @@ def test_a_reader_in_another_time_namespace_names_the_process_alike():
     child = subprocess.Popen(["sleep", "30"], start_new_session=True)
     try:
         mine = wait_for(lambda: start_of(child.pid), timeout=10)
+        epoch = create_time(child.pid)  # an older journal's form, recorded outside the namespace
         code = f"from eagle_console.processes import alive, start_of; print(start_of({child.pid}), " \
-               f"alive({child.pid}, {mine!r}))"
-        seen = subprocess.run(["unshare", "--time", "--fork", "--boottime", "1000", sys.executable, "-c", code],
-                              capture_output=True, text=True, timeout=60)
+               f"alive({child.pid}, {mine!r}), alive({child.pid}, {epoch!r}))"
+        argv = ["unshare", "--time", "--fork", "--boottime", "1000", sys.executable, "-c", code]
+        seen = subprocess.run(argv, capture_output=True, text=True, timeout=60)
         if seen.returncode != 0 and "unshare" in seen.stderr:
             pytest.skip(f"no time namespace here: {seen.stderr.strip()[:200]}")
-        assert seen.stdout.split() == [mine, "True"], seen.stderr
+        assert seen.stdout.split() == [mine, "True", "True"], seen.stderr
     finally:
         child.kill()
         child.wait()

@@ -12,22 +12,24 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-import sys
 
 import pytest
-from test_clock_step import cli, doc, held_run, step_of  # noqa: F401 (held_run: a fixture)
+from heldkit import cli, doc, step_of
 
 from eagle_console.processes import alive
 from eagle_console.sim import otherhost
 
-pytestmark = pytest.mark.skipif(bool(otherhost.usable()), reason=f"otherhost: {otherhost.usable()}")
+
+@pytest.fixture(autouse=True, scope="module")
+def _can_run_as_another_machine() -> None:
+    if why := otherhost.usable():  # here, not at collection: each xdist worker collects every module
+        pytest.skip(f"otherhost: {why}")
 
 OTHER = "node-b-sim"
 
 
 def on_b(args: list[str]) -> subprocess.CompletedProcess:
-    return otherhost.run([sys.executable, "-m", "eagle_console", *args], OTHER, capture_output=True, text=True,
-                         timeout=120)
+    return cli(args, lambda argv, **popen: otherhost.run(argv, OTHER, **popen))
 
 
 def test_another_machine_leaves_this_ones_live_run_alone_and_k_here_spares_it(held_run):

@@ -116,7 +116,8 @@ def test_live_unrelated_session_with_an_old_runs_sid(tmp_path):
         assert h.sid == sid and h.ppid == launcher.pid
         assert (h.cls, h.owner) == ("other", None)
         # the run's own session (same leader identity) still makes a live run's worker tracked
-        own = TrackedRun(step_id="0.3", run_id=8, sid=sid, main_pid=sid, main_alive=True, main_ctime=stamp(born))
+        own = TrackedRun(step_id="0.3", run_id=8, sid=sid, main_pid=sid, main_alive=True,
+                         main_ctime=stamp(born))
         assert (scan(own).cls, scan(own).owner) == ("tracked", "0.3")
     finally:
         os.killpg(launcher.pid, signal.SIGKILL)

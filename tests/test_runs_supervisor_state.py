@@ -190,7 +190,8 @@ def test_a_reused_session_number_is_not_taken_for_the_lost_action(tmp_path):
         plan = write_plan(tmp_path, FOREVER)
         journal = Journal(plan.parent / ".eagle-console" / "t" / "journal.db")
         run_id = journal.begin_run("0.1", command="x", log=None)
-        journal.record_proc(run_id, "0.1", supervisor_pid=1, pid=other.pid, pid_ctime=stamp(born - 100 * CLOCK_TICKS),
+        journal.record_proc(run_id, "0.1", supervisor_pid=1, pid=other.pid,
+                            pid_ctime=stamp(born - 100 * CLOCK_TICKS),
                             pgid=other.pid, sid=other.pid)
         journal.end_run(run_id, "0.1", exit_code=None, outcome="lost", reason="lost", step_status="failed")
         assert still_running(journal.run(run_id)) == []  # same number, another process

@@ -84,8 +84,9 @@ def _undo_item(engine: Engine, step: Step, force: bool = False) -> UndoItem:
                 "address": plan.cluster.address if plan.cluster else "auto"}
     elif run and run.sid and (not run.finished or run.outcome == "lost"):
         if not on_this_host(run.host):  # its pids are another machine's: a stop here would hit others
-            raise Refused(f"step {step.id}: {engine.journal.run_label(run.id)} runs on {run.host}, not on this "
-                          f"machine ({this_host()}): roll it back there")
+            label = engine.journal.run_label(run.id)
+            raise Refused(f"step {step.id}: {label} runs on {run.host}, not on this machine ({this_host()}): "
+                          "roll it back there")
         stop = {"run_id": run.id, "pid": run.pid, "pid_ctime": run.pid_ctime, "pgid": run.pgid, "sid": run.sid,
                 "lost": run.finished}
     if step.rollback is not None:

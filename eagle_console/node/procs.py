@@ -473,7 +473,7 @@ class KnownRuns:
         self.open = []
         newly_ended = False
         for run in sorted(by_id.values(), key=lambda r: r.id):
-            if run.node or not on_this_host(run.host):  # a run on another node or machine: its pids are that's
+            if run.node or not on_this_host(run.host):  # another node's or machine's: its pids are that one's
                 continue
             if not (run.sid and run.pid):
                 if run.ended is None:  # its session not recorded yet (record_proc comes after the start)
