@@ -14,13 +14,14 @@ namespace of one's own); `usable()` says whether it can be done here.
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+
+from eagle_console.sim import nsview
 
 BTIME = re.compile(rb"^btime (\d+)$", re.MULTILINE)
 # The copy is bound over /proc/stat, then the command is run: the namespace goes with the command.
@@ -68,17 +69,10 @@ def run(argv: list[str], seconds: int, **popen) -> subprocess.CompletedProcess:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="eagle_console.sim.clockstep", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--by", type=int, required=True, help="seconds the wall clock stepped (negative: back)")
-    ap.add_argument("cmd", nargs=argparse.REMAINDER, help="-- then the command")
-    args = ap.parse_args(argv)
-    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
-    if not cmd:
-        ap.error("a command to run is needed after --")
-    if why := usable():
-        print(f"eagle_console.sim.clockstep: cannot show a stepped clock here: {why}", file=sys.stderr)
-        return 2
-    return run(cmd, args.by).returncode
+    return nsview.main(argv, prog="eagle_console.sim.clockstep", doc=__doc__, flag="--by",
+                       flag_kw={"type": int, "required": True,
+                                "help": "seconds the wall clock stepped (negative: back)"},
+                       usable=usable, run=run)
 
 
 if __name__ == "__main__":

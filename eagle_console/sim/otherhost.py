@@ -12,13 +12,14 @@ over /proc/sys/kernel/random/boot_id (a mount namespace) — the files stay shar
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import uuid
+
+from eagle_console.sim import nsview
 
 # unshare(1) mounts the PID namespace's own /proc first; the boot id is bound over that one
 SCRIPT = 'hostname "$1" && mount --bind "$2" /proc/sys/kernel/random/boot_id && shift 2 && exec "$@"'
@@ -58,17 +59,9 @@ def usable() -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="eagle_console.sim.otherhost", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--hostname", default="node-b", help="the other machine's hostname (default node-b)")
-    ap.add_argument("cmd", nargs=argparse.REMAINDER, help="-- then the command")
-    args = ap.parse_args(argv)
-    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
-    if not cmd:
-        ap.error("a command to run is needed after --")
-    if why := usable():
-        print(f"eagle_console.sim.otherhost: cannot run as another machine here: {why}", file=sys.stderr)
-        return 2
-    return run(cmd, args.hostname).returncode
+    return nsview.main(argv, prog="eagle_console.sim.otherhost", doc=__doc__, flag="--hostname",
+                       flag_kw={"default": "node-b", "help": "the other machine's hostname (default node-b)"},
+                       usable=usable, run=run)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,26 @@
+"""The command line shared by the simulated node's views (clockstep, otherhost): an option that says what
+the command is shown, `--`, the command; run it in its namespaces, or say why that cannot be done here."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+
+def main(argv: list[str] | None, *, prog: str, doc: str, flag: str, flag_kw: dict[str, Any],
+         usable: Callable[[], str | None], run: Callable[..., subprocess.CompletedProcess]) -> int:
+    """`run(command, value of flag)` once `usable()` says it can be done; its exit status."""
+    ap = argparse.ArgumentParser(prog=prog, description=doc.split("\n\n")[0])
+    ap.add_argument(flag, **flag_kw)
+    ap.add_argument("cmd", nargs=argparse.REMAINDER, help="-- then the command")
+    args = ap.parse_args(argv)
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if not cmd:
+        ap.error("a command to run is needed after --")
+    if why := usable():
+        print(f"{prog}: cannot do it here: {why}", file=sys.stderr)
+        return 2
+    return run(cmd, getattr(args, flag.lstrip("-").replace("-", "_"))).returncode
