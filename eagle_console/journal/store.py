@@ -29,6 +29,7 @@ from eagle_console.journal.faults import (
     said,
 )
 from eagle_console.journal.kinds import RUN_KINDS, EventKind
+from eagle_console.journal.netfs import network_note
 from eagle_console.journal.operator import current_operator
 from eagle_console.journal.records import Event, Note, Refused, Result, Run, StepState
 from eagle_console.journal.runfold import RunFold
@@ -92,6 +93,7 @@ class Journal:
             self._face_col = "face" if has_column(self._conn, "events", "face") else "NULL"
             self._cols = f"{self._COLS}, {self._face_col}"
         self._identity = file_identity(self.path)  # to notice the file deleted or replaced while open
+        self._network = network_note(self.path)  # read once: a folder does not move to another filesystem
 
     def _init_schema(self) -> None:
         """WAL mode and the schema, safe when several processes open a new journal at the same instant.
@@ -120,9 +122,11 @@ class Journal:
                 time.sleep(0.02)
 
     def file_note(self) -> str | None:
-        """What is wrong with the file behind this journal, if anything: deleted or replaced while open, or
-        empty beside the logs of earlier runs (deleted or truncated before it was opened)."""
-        return replaced_note(self.path, self._identity) or history_lost_note(self.path, self.last_event_id())
+        """What is wrong with the file behind this journal, if anything: deleted or replaced while open,
+        empty beside the logs of earlier runs (deleted or truncated before it was opened), or on a network
+        filesystem (journal/netfs.py)."""
+        return (replaced_note(self.path, self._identity) or history_lost_note(self.path, self.last_event_id())
+                or self._network)
 
     @classmethod
     def for_plan(cls, plan: Plan, readonly: bool = False, face: str | None = None) -> Journal:
