@@ -9,12 +9,18 @@ server's bind. Below the range only another explicit bind can take it, and a ran
 at the same moment unlikely to choose alike (the kernel's own pick may return a just-released port again).
 A process never gets the same port twice (up to GIVEN_MAX ports): a caller that picks several before it
 binds any (a local Ray cluster's start: 16 ports for two nodes) could otherwise draw one twice, in up to
-~1 % of starts (120 pairs among 16 draws from ~12,700), and that node's `ray start` fails."""
+~1 % of starts (120 pairs among 16 draws from ~12,700), and that node's `ray start` fails.
+
+`EAGLE_CONSOLE_PORTS=LOW-HIGH` confines the draw to those ports (a firewall that opens only some; several
+consoles or test workers on one machine each given their own, so none can draw a port another drew and
+has not bound yet)."""
 
 from __future__ import annotations
 
+import os
 import secrets
 import socket
+import sys
 import threading
 from pathlib import Path
 
@@ -22,9 +28,11 @@ from pathlib import Path
 FLOOR = 20000
 RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 TRIES = 64
+ENV = "EAGLE_CONSOLE_PORTS"
 GIVEN_MAX = 4096  # then forgotten: a process that picked this many has long bound (or dropped) the first ones
 
 _given: set[int] = set()
+_warned: set[str] = set()
 _lock = threading.Lock()
 
 
@@ -46,9 +54,37 @@ def free_port(range_file: Path = RANGE_FILE) -> int:
         return port
 
 
+def chosen_range(value: str | None = None) -> tuple[int, int] | None:
+    """`EAGLE_CONSOLE_PORTS` as (low, high), both included; None when unset, or when it is not LOW-HIGH
+    (said once on stderr, then the default range is used: a port is still needed)."""
+    value = os.environ.get(ENV, "") if value is None else value
+    if not value:
+        return None
+    low, sep, high = value.partition("-")
+    try:
+        lo, hi = int(low), int(high)
+    except ValueError:
+        lo = hi = 0
+    if sep and 1024 <= lo <= hi <= 65535:
+        return lo, hi
+    if value not in _warned:
+        _warned.add(value)
+        print(f"eagle-console: warning: {ENV}={value!r} is not LOW-HIGH (two ports from 1024 to 65535, LOW <= "
+              "HIGH): ignored", file=sys.stderr)
+    return None
+
+
 def _pick(range_file: Path) -> int:
-    low, _high = ephemeral_range(range_file)
-    span = low - FLOOR
+    chosen = chosen_range()
+    if chosen is not None:  # the operator's range only: never a port outside it
+        low, high = chosen
+        start = low + secrets.randbelow(high - low + 1)
+        for port in [*(low + secrets.randbelow(high - low + 1) for _ in range(TRIES)),
+                     *range(start, high + 1), *range(low, start)]:
+            if port not in _given and _bindable(port):
+                return port
+        raise OSError(f"no free port in {ENV}={low}-{high}")
+    span = ephemeral_range(range_file)[0] - FLOOR
     if span > 0:  # a host that opened its whole port space to outgoing connections leaves no room: bind 0
         for _ in range(TRIES):
             port = FLOOR + secrets.randbelow(span)

@@ -10,7 +10,16 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
+import pytest
+from conftest import worker_ports
+
 from eagle_console import ports
+
+
+@pytest.fixture(autouse=True)
+def _default_range(monkeypatch):
+    """The default draw: the suite gives each worker a range of its own (conftest.worker_ports)."""
+    monkeypatch.delenv(ports.ENV, raising=False)
 
 
 def test_the_port_is_free_and_outside_the_kernels_range_for_outgoing_connections():
@@ -74,3 +83,27 @@ def test_a_process_never_gets_one_port_twice(tmp_path: Path):
     for port in picked:  # each still free: drawn from the range, or the kernel's pick once it is used up
         with socket.socket() as s:
             s.bind(("127.0.0.1", port))
+
+
+def test_the_operators_range_confines_every_pick(monkeypatch):
+    monkeypatch.setenv(ports.ENV, "41000-41003")
+    picked = [ports.free_port() for _ in range(4)]
+    assert sorted(picked) == [41000, 41001, 41002, 41003]  # distinct, and every one of them in the range
+    with pytest.raises(OSError, match="no free port in EAGLE_CONSOLE_PORTS=41000-41003"):
+        ports.free_port()  # never a port outside it
+
+
+def test_a_range_that_is_not_low_high_is_said_and_ignored(monkeypatch, capsys):
+    for bad in ("41000", "41003-41000", "80-90", "a-b"):
+        monkeypatch.setenv(ports.ENV, bad)
+        low, _high = ports.ephemeral_range()
+        assert ports.FLOOR <= ports.free_port() < low
+        assert f"EAGLE_CONSOLE_PORTS='{bad}' is not LOW-HIGH" in capsys.readouterr().err
+
+
+def test_each_test_worker_draws_from_a_range_of_its_own():
+    """Two workers' servers never draw one port: the slices do not overlap and stay below the kernel's range."""
+    slices = [tuple(map(int, worker_ports(f"gw{i}", "6").split("-"))) for i in range(6)]
+    assert all(slices[i][1] < slices[i + 1][0] for i in range(len(slices) - 1)), slices
+    assert slices[0][0] == ports.FLOOR and slices[-1][1] < ports.ephemeral_range()[0]
+    assert worker_ports(None, None) == f"{ports.FLOOR}-32767"

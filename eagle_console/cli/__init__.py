@@ -54,6 +54,7 @@ environment:
   EAGLE_CONSOLE_GPU_BACKEND  force the GPU backend: nvml, sim or none
   EAGLE_CONSOLE_KILL_GRACE   SIGTERM-to-SIGKILL grace for kills, timeouts, rollbacks (default 10s)
   EAGLE_CONSOLE_DEBUG        1: show the traceback of an internal error
+  EAGLE_CONSOLE_PORTS        LOW-HIGH: the ports the console picks for what it starts (demo server, Ray)
   EAGLE_CONSOLE_NODES        JSON file of the nodes a multi-node sglang.server runs on this machine
   EAGLE_CONSOLE_NODE_RUNNER  module:factory of the runner that reaches other nodes (the cluster extra)
   EAGLE_CONSOLE_TOKEN        serve: the token a browser must give (never --token: ps shows argv)
