@@ -20,8 +20,8 @@ from eagle_console.processes import alive
 from eagle_console.sim import otherhost
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _can_run_as_another_machine() -> None:
+@pytest.fixture(scope="module")
+def node_b() -> None:
     if why := otherhost.usable():  # here, not at collection: each xdist worker collects every module
         pytest.skip(f"otherhost: {why}")
 
@@ -32,7 +32,7 @@ def on_b(args: list[str]) -> subprocess.CompletedProcess:
     return cli(args, lambda argv, **popen: otherhost.run(argv, OTHER, **popen))
 
 
-def test_another_machine_leaves_this_ones_live_run_alone_and_k_here_spares_it(held_run):
+def test_another_machine_leaves_this_ones_live_run_alone_and_k_here_spares_it(node_b, held_run):
     plan, sim, worker = held_run
     here = socket.gethostname()
     # node B reconciles (`next` writes what it finds), then looks
@@ -54,7 +54,7 @@ def test_another_machine_leaves_this_ones_live_run_alone_and_k_here_spares_it(he
     assert [(h["class"], h["owner"]) for h in mine] == [("tracked", "0.1")], killed
 
 
-def test_another_machine_cannot_roll_back_this_ones_run(held_run):
+def test_another_machine_cannot_roll_back_this_ones_run(node_b, held_run):
     """A rollback on node B would stop a session by numbers that mean other processes there: refused,
     naming where the run is; on node A it stops the run."""
     plan, sim, worker = held_run
@@ -63,3 +63,37 @@ def test_another_machine_cannot_roll_back_this_ones_run(held_run):
     assert alive(worker)
     done = cli(["rollback", str(plan), "0.1", "--yes", "--force"])
     assert done.returncode == 0, done.stderr
+
+
+def test_the_console_names_another_machines_run_and_never_ends_it(tmp_path):
+    """The console, polling and reconciling every 3 s, leaves a run whose supervisor is another machine's in
+    progress and says where it runs; before, its first reconcile recorded the run lost."""
+    import asyncio
+
+    from enginekit import write_plan
+    from tuikit import drive, open_app, select, until
+
+    from eagle_console.journal import Journal
+    from eagle_console.plan.loader import load_plan
+
+    plan = write_plan(tmp_path, '[[phase]]\nid = "0"\ntitle = "p"\n\n  [[phase.step]]\n  id = "0.1"\n'
+                                '  title = "serve"\n  run = ["sleep", "60"]\n')
+    boot = "00000000-0000-4000-8000-00000000000b"  # node A's boot: none of its processes can be here
+    writer = Journal.for_plan(load_plan(plan))  # as node A's supervisor records itself
+    run_id = writer.begin_run("0.1", command="sleep 60", log=None)
+    writer.record_proc(run_id, "0.1", supervisor_pid=4321, supervisor_ctime=f"100@{boot}", host=OTHER)
+    writer.record_proc(run_id, "0.1", pid=4322, pid_ctime=f"101@{boot}", pgid=4322, sid=4322)
+    writer.close()
+    app, journal = open_app(plan)
+
+    def detail() -> str:
+        return app.query_one("#detail").render().plain
+
+    async def scenario(pilot):
+        await select(pilot, "0.1")
+        await until(pilot, lambda: f"pid 4322 on {OTHER} (not this machine)" in detail(), what="where it runs")
+        await asyncio.sleep(3.5)  # past the console's reconcile (workers.RECONCILE_S), which runs first at once
+        assert journal.statuses()["0.1"] == "in_progress" and journal.run(run_id).ended is None, detail()
+
+    drive(app, scenario)
+    journal.close()

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from eagle_console.journal.status import plan_statuses, unmet_needs
 from eagle_console.ops.console import drafter_actions, drafter_inputs_stamp, drafter_lines
+from eagle_console.ops.steps import elsewhere
 from eagle_console.plan.safe_text import printable
 from eagle_console.tui.cells import ELLIPSIS, ellipsise
 from eagle_console.tui.labels import rollback_label
@@ -103,8 +104,8 @@ def describe(plan: Plan, item_id: str | None, snap: Snapshot | None, width: int 
         # at 80x24 the Detail line has 4 rows, and 0.2b's vocab verdict needs two of them)
         if run.face and run.face not in (state.face if state else None, "console"):
             second.append(f"run by {_person(run.who, run.face)}")
-        if run.pid:
-            second.append(f"pid {run.pid}")
+        if run.pid:  # another machine's (a state dir several share): its pid means nothing here
+            second.append(f"pid {run.pid}" + (f" on {run.host} (not this machine)" if elsewhere(run) else ""))
         if run.log:
             second.append(f"log {shown_path(run.log, plan.folder)}")
     unmet = unmet_needs(plan, step, step_status)
