@@ -165,6 +165,26 @@ def open_live(pids: list[int]) -> list[psutil.Process]:
     return procs
 
 
+def hidden(pid: int) -> bool:
+    """`pid` runs in this PID namespace but /proc will not show it to us: /proc mounted with hidepid (1, 2,
+    or `invisible`; proc(5)) on a node shared by several users hides their processes from each other. A
+    signal 0 still reaches such a process and is refused (EPERM), where a pid nobody has gives ESRCH."""
+    try:
+        with open(f"/proc/{int(pid)}/stat", "rb"):
+            return False
+    except (FileNotFoundError, PermissionError):
+        pass
+    except (OSError, ValueError):
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
 def proc_state(pid: int | None) -> str | None:
     """The state letter of /proc/PID/stat (R running, S/D sleeping, T/t stopped, Z zombie, X dead), or None
     when there is no such process."""

@@ -28,7 +28,7 @@ from eagle_console.node.gpus.attribution import (
     pid_namespace,
 )
 from eagle_console.node.selfmark import marked_kind
-from eagle_console.processes import ProcStart, alive, on_this_host, recorded_ticks, start_ticks
+from eagle_console.processes import ProcStart, alive, hidden, on_this_host, recorded_ticks, start_ticks
 
 if TYPE_CHECKING:
     from eagle_console.journal import Journal, Run
@@ -43,6 +43,7 @@ SUBREAPER_NAMES = frozenset({"systemd", "tini", "docker-init", "dumb-init", "cat
 # Daemons that hold the device files by design and live under PID 1: never orphans.
 DAEMON_NAMES = frozenset({"nvidia-persistenced", "nv-hostengine", "nvidia-fabricmanager", "dcgm-exporter"})
 SGLANG_WORKER = re.compile(r"sglang::(scheduler|detokenizer)")
+HIDDEN = "hidden by /proc (hidepid): another user's process"  # processes.hidden
 
 
 @dataclass
@@ -99,6 +100,7 @@ class Holder:
     # started from the console's own terminal session (node.holders.scan sets it against the live consoles)
     same_session: bool = False
     adopted: bool = False  # its parent is PID 1 or a subreaper that took it in, not the process that started it
+    hidden: bool = False  # in this PID namespace, but /proc hides it from us (hidepid: another user's)
 
     @property
     def reparented(self) -> bool:
@@ -241,6 +243,9 @@ def classify(h: Holder, tracked: list[TrackedRun], subreapers: Iterable[int] = (
     """Set h.cls / owner / reason. Order matters: a run's session beats the parent-pid rule."""
     if not h.in_namespace:
         h.cls, h.reason = "other", "not in this PID namespace"
+        return
+    if h.hidden:
+        h.cls, h.reason = "other", "hidden from this user by /proc (hidepid): not judged, never signalled"
         return
     by_sid: dict[int, TrackedRun] = {}
     for run in tracked:  # a live run wins over an ended one that had the same sid
@@ -419,9 +424,12 @@ def _read_process(h: Holder) -> None:
         h.start_ticks = start_ticks(h.pid)
         h.same_session = bool(h.sid) and h.sid == os.getsid(0)  # node.holders.scan adds other consoles'
         h.proc = proc
-    except (psutil.NoSuchProcess, ProcessLookupError):  # exited since the scan
-        h.in_namespace = False
-        h.command = "No Such Process"
+    except (psutil.NoSuchProcess, ProcessLookupError):  # exited since the scan, or hidden from us
+        if hidden(h.pid):  # in this namespace, another user's: h.proc stays None, so it is never signalled
+            h.hidden, h.command = True, HIDDEN
+        else:
+            h.in_namespace = False
+            h.command = "No Such Process"
     except (psutil.AccessDenied, PermissionError):
         h.command = h.command or "?"
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import psutil
 
-from eagle_console.processes import alive, start_of
+from eagle_console.processes import alive, hidden, start_of
 
 GPU_NAME = "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"
 GPU_MEMORY_MIB = 97887  # 96 GB cards as NVML reports them (MiB)
@@ -145,8 +145,12 @@ def holders(sim_dir: Path) -> list[SimHolder]:
         except (OSError, ValueError):
             continue
         start = rec.get("start", rec.get("create_time"))  # create_time: a node made by an older version
-        if not isinstance(rec.get("pid"), int) or start is None or not alive(rec["pid"], start):
+        pid = rec.get("pid")
+        if not isinstance(pid, int) or start is None:
             path.unlink(missing_ok=True)
+            continue
+        if not alive(pid, start) and not hidden(pid):  # a process /proc hides from us (hidepid) holds on,
+            path.unlink(missing_ok=True)  # as another user's CUDA process does for the real NVML
             continue
         out.append(SimHolder(rec["pid"], start, {int(k): v for k, v in rec["mib"].items()},
                              rec.get("command", "")))

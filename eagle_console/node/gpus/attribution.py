@@ -14,6 +14,8 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from eagle_console.processes import hidden
+
 if TYPE_CHECKING:
     from eagle_console.node.gpus import NodeSample
 
@@ -46,8 +48,8 @@ def fd_contradicts(pid: int, fd_pids: set[int], proc_root: str = "/proc") -> boo
         return False
     try:
         os.listdir(f"{proc_root}/{pid}/fd")
-    except FileNotFoundError:
-        return True
+    except FileNotFoundError:  # no such process here, unless /proc hides another user's from us (hidepid)
+        return proc_root != "/proc" or not hidden(pid)
     except OSError:
         return False
     return True
