@@ -26,14 +26,36 @@ from eagle_console.sim import gpustate, hidepid
 OTHER_USER, ME = 65534, 4242
 
 
+def readable_site(top: Path) -> str:
+    """A PYTHONPATH another user can read: copies of eagle_console and psutil (a checkout or venv under a
+    folder only its owner may enter, as /root, is not; the interpreter itself still runs)."""
+    import psutil
+
+    import eagle_console
+
+    site = top / "site"
+    for package in (eagle_console, psutil):
+        src = Path(package.__file__).parent
+        shutil.copytree(src, site / src.name, ignore=shutil.ignore_patterns("__pycache__"))
+    for folder, _dirs, files in os.walk(top):
+        os.chmod(folder, 0o755)
+        for name in files:
+            os.chmod(os.path.join(folder, name), 0o644)
+    return str(site)
+
+
 @pytest.fixture
 def others_job():
-    """(sim dir, pid): a worker of user `nobody` holding 700 MiB of GPU 3. The node's folder is one every
-    user can reach (pytest's tmp_path sits under a folder only its owner may enter)."""
-    if why := hidepid.usable(ME):
-        pytest.skip(f"hidepid: {why}")
+    """(sim dir, pid, env): a worker of user `nobody` holding 700 MiB of GPU 3, and the environment the
+    second user's commands run with. The node's folder is one every user can reach (pytest's tmp_path sits
+    under a folder only its owner may enter)."""
+    if os.geteuid() != 0:
+        pytest.skip("hidepid: needs root (a mount namespace, a /proc mount, another uid)")
     top = Path(tempfile.mkdtemp(prefix="eagle-hidepid-"))
-    os.chmod(top, 0o755)
+    env = {**os.environ, "PYTHONPATH": readable_site(top), "HOME": "/tmp", "EAGLE_CONSOLE_GPU_BACKEND": "sim"}
+    if why := hidepid.usable(ME, env):
+        shutil.rmtree(top, ignore_errors=True)
+        pytest.skip(f"hidepid: {why}")
     sim = top / "sim"
     gpustate.create_node(sim)
     for folder, _dirs, files in os.walk(sim):
@@ -43,32 +65,32 @@ def others_job():
     as_nobody = ["setpriv", "--reuid", str(OTHER_USER), "--regid", str(OTHER_USER), "--clear-groups"]
     worker = subprocess.Popen([*as_nobody, sys.executable, "-m", "eagle_console.sim.orphans", "worker",
                                "--sim", str(sim), "--gpu", "3", "--mib", "700"],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True, env=env)
     try:
         assert worker.stdout.readline().strip() == b"holding"
-        yield sim, worker.pid
+        yield sim, worker.pid, env
     finally:
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait()
         shutil.rmtree(top, ignore_errors=True)
 
 
-def as_me(args: list[str]) -> dict:
+def as_me(args: list[str], env: dict[str, str]) -> dict:
     done = hidepid.run([sys.executable, "-m", "eagle_console", *args], ME, capture_output=True, text=True,
-                       timeout=120, env={**os.environ, "HOME": "/tmp", "EAGLE_CONSOLE_GPU_BACKEND": "sim"})
+                       timeout=120, env=env)
     assert done.returncode == 0 and done.stdout.strip(), done.stderr
     return json.loads(done.stdout)
 
 
 def test_another_users_hidden_job_is_shown_as_such_and_never_killed(others_job):
-    sim, pid = others_job
-    seen = as_me(["gpus", "--json", "--sim", str(sim)])
+    sim, pid, env = others_job
+    seen = as_me(["gpus", "--json", "--sim", str(sim)], env)
     assert seen["pid_namespace"] == "local", seen
     gpu = seen["gpus"][3]
     assert gpu["memory_used_mib"] == 700.0, gpu  # before: 0, the record deleted
     assert [(p["pid"], p["class"], p["command"]) for p in gpu["processes"]] == \
         [(pid, "other", "hidden by /proc (hidepid): another user's process")], gpu
-    k = as_me(["orphans", "--json", "--kill", "--yes", "--grace", "1s", "--sim", str(sim)])
+    k = as_me(["orphans", "--json", "--kill", "--yes", "--grace", "1s", "--sim", str(sim)], env)
     assert k["killed"] == [] and [h["class"] for h in k["holders"]] == ["other"], k
     assert "hidepid" in k["holders"][0]["reason"], k
     assert (sim / "holders" / f"{pid}.json").exists()  # the simulated node still holds its memory
@@ -77,10 +99,10 @@ def test_another_users_hidden_job_is_shown_as_such_and_never_killed(others_job):
 
 def test_a_hidden_pid_is_not_taken_for_another_namespaces(others_job):
     """The rule under the namespace guess, read as the second user: a pid /proc hides is no contradiction."""
-    _sim, pid = others_job
+    _sim, pid, env = others_job
     code = (f"from eagle_console.processes import hidden; from eagle_console.node.gpus.attribution import "
             f"pid_namespace; print(hidden({pid}), hidden(2**22 + 1), pid_namespace({{{pid}}}, set()))")
-    done = hidepid.run([sys.executable, "-c", code], ME, capture_output=True, text=True, timeout=60)
+    done = hidepid.run([sys.executable, "-c", code], ME, capture_output=True, text=True, timeout=60, env=env)
     assert done.stdout.split() == ["True", "False", "local"], done.stderr
     # as root nothing is hidden, and a pid nobody has is still a contradiction
     assert not hidden(pid) and pid_namespace({2**22 + 1}, set()) == "foreign"

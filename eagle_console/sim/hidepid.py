@@ -28,15 +28,15 @@ def run(argv: list[str], uid: int, **popen) -> subprocess.CompletedProcess:
                            *argv], **popen)
 
 
-def usable(uid: int = 4242) -> str | None:
-    """None when a command can be run here as `uid` under a hidepid /proc, else why not."""
+def usable(uid: int = 4242, env: dict[str, str] | None = None) -> str | None:
+    """None when a command can be run here as `uid` under a hidepid /proc (with `env`), else why not."""
     if os.geteuid() != 0:
         return "needs root (a mount namespace, a /proc mount, another uid)"
     if shutil.which("unshare") is None or shutil.which("setpriv") is None:
         return "no unshare(1) or setpriv(1)"
     probe = "import os, psutil, eagle_console; print(len([p for p in os.listdir('/proc') if p.isdigit()]))"
     try:
-        out = run([sys.executable, "-c", probe], uid, capture_output=True, text=True, timeout=60)
+        out = run([sys.executable, "-c", probe], uid, capture_output=True, text=True, timeout=60, env=env)
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"unshare failed: {e}"
     if out.returncode != 0:
