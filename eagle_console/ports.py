@@ -69,8 +69,8 @@ def chosen_range(value: str | None = None) -> tuple[int, int] | None:
         return lo, hi
     if value not in _warned:
         _warned.add(value)
-        print(f"eagle-console: warning: {ENV}={value!r} is not LOW-HIGH (two ports from 1024 to 65535, LOW <= "
-              "HIGH): ignored", file=sys.stderr)
+        print(f"eagle-console: warning: {ENV}={value!r} is not LOW-HIGH (two ports from 1024 to 65535, "
+              "LOW <= HIGH): ignored", file=sys.stderr)
     return None
 
 

@@ -298,7 +298,8 @@ def terminate_then_kill(procs: list[psutil.Process], grace_s: float) -> list[psu
     return alive
 
 
-def stop_session(sid: int, pgid: int | None, grace_s: float, on_wait=None, leader_start: ProcStart | None = None,
+def stop_session(sid: int, pgid: int | None, grace_s: float, on_wait=None,
+                 leader_start: ProcStart | None = None,
                  own_child: subprocess.Popen | None = None) -> list[int]:
     """SIGTERM every process of the run's session and group, SIGKILL what is left after `grace_s`.
 

@@ -36,15 +36,17 @@ def pytest_configure(config: pytest.Config) -> None:
     if os.environ.get("PYTEST_XDIST_WORKER") or not getattr(config.option, "numprocesses", None):
         reaperkit.become_subreaper()
         _remember_drafter_tensors()
-        os.environ.setdefault("EAGLE_CONSOLE_PORTS", worker_ports(os.environ.get("PYTEST_XDIST_WORKER"),
-                                                                  os.environ.get("PYTEST_XDIST_WORKER_COUNT")))
+        worker, count = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+        ports = worker_ports(worker, count)
+        os.environ.setdefault("EAGLE_CONSOLE_PORTS", ports)
 
 
 def worker_ports(worker: str | None, count: str | None) -> str:
     """A slice of free_port's default range (20000 up to the kernel's 32768) of its own for each xdist
     worker, and for what it starts (servers, CLI processes, a local Ray cluster's nodes inherit it): a port
     one worker drew and had not bound yet was drawn by another, and a simulated server failed with "Address
-    already in use" (a README run: test_metrics_sim, its server's port 30296). The whole range without xdist."""
+    already in use" (a README run: test_metrics_sim, its server's port 30296). The whole range without
+    xdist."""
     low, high = 20000, 32767
     if not worker or not count:
         return f"{low}-{high}"

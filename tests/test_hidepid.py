@@ -65,7 +65,8 @@ def others_job():
     as_nobody = ["setpriv", "--reuid", str(OTHER_USER), "--regid", str(OTHER_USER), "--clear-groups"]
     worker = subprocess.Popen([*as_nobody, sys.executable, "-m", "eagle_console.sim.orphans", "worker",
                                "--sim", str(sim), "--gpu", "3", "--mib", "700"],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True, env=env)
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
+                              env=env)
     try:
         assert worker.stdout.readline().strip() == b"holding"
         yield sim, worker.pid, env

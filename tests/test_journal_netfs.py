@@ -49,7 +49,8 @@ def test_a_journal_on_nfs_is_said_with_where_and_how_to_move_it(tmp_path, monkey
         pytest.skip(f"netfs: {why}")
     home = tmp_path / "home"
     home.mkdir()
-    plan = write_plan(home, '[[phase]]\nid = "0"\ntitle = "p"\n\n  [[phase.step]]\n  id = "0.1"\n  title = "s"\n')
+    plan = write_plan(home, '[[phase]]\nid = "0"\ntitle = "p"\n\n  [[phase.step]]\n  id = "0.1"\n'
+                            '  title = "s"\n')
     monkeypatch.delenv("EAGLE_CONSOLE_STATE", raising=False)
     seen = status(plan, home)
     assert seen.returncode == 0, seen.stderr

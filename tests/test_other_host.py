@@ -91,8 +91,9 @@ def test_the_console_names_another_machines_run_and_never_ends_it(tmp_path):
 
     async def scenario(pilot):
         await select(pilot, "0.1")
-        await until(pilot, lambda: f"pid 4322 on {OTHER} (not this machine)" in detail(), what="where it runs")
-        await asyncio.sleep(3.5)  # past the console's reconcile (workers.RECONCILE_S), which runs first at once
+        await until(pilot, lambda: f"pid 4322 on {OTHER} (not this machine)" in detail(),
+                    what="where it runs")
+        await asyncio.sleep(3.5)  # past the console's reconcile (workers.RECONCILE_S); it runs first at once
         assert journal.statuses()["0.1"] == "in_progress" and journal.run(run_id).ended is None, detail()
 
     drive(app, scenario)

@@ -102,7 +102,8 @@ def test_a_range_that_is_not_low_high_is_said_and_ignored(monkeypatch, capsys):
 
 
 def test_each_test_worker_draws_from_a_range_of_its_own():
-    """Two workers' servers never draw one port: the slices do not overlap and stay below the kernel's range."""
+    """Two workers' servers never draw one port: the slices do not overlap and stay below the kernel's
+    range."""
     slices = [tuple(map(int, worker_ports(f"gw{i}", "6").split("-"))) for i in range(6)]
     assert all(slices[i][1] < slices[i + 1][0] for i in range(len(slices) - 1)), slices
     assert slices[0][0] == ports.FLOOR and slices[-1][1] < ports.ephemeral_range()[0]

@@ -4,8 +4,8 @@ GPU nodes often mount home directories over the network (NFS, a cluster filesyst
 bucket), and the state dir sits beside the plan by default. SQLite's WAL keeps its index in memory shared
 by every process that opens the database, which machines do not share: two machines using one journal at
 once can corrupt it (sqlite.org/wal.html, "WAL does not work over a network filesystem"; sqlite.org
-/howtocorrupt.html 2.1 on network filesystems' locking). A state dir on such a filesystem is not refused — one
-machine at a time works — but every face says where it is and how to move it.
+/howtocorrupt.html 2.1 on network filesystems' locking). A state dir on such a filesystem is not refused —
+one machine at a time works — but every face says where it is and how to move it.
 
 The filesystem comes from /proc/self/mountinfo (proc(5): field 5 the mount point, octal-escaped; the type
 is the first field after the " - " separator): the longest mount point the journal's folder is under.
@@ -19,8 +19,8 @@ from pathlib import Path
 
 MOUNTINFO = "/proc/self/mountinfo"
 # Kernel filesystems whose files live on another machine (or are shared by several).
-NETWORK_TYPES = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs", "ncpfs", "afs", "9p", "ceph", "lustre", "gpfs",
-                           "beegfs", "glusterfs", "ocfs2", "gfs2", "orangefs"})
+NETWORK_TYPES = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs", "ncpfs", "afs", "9p", "ceph", "lustre",
+                           "gpfs", "beegfs", "glusterfs", "ocfs2", "gfs2", "orangefs"})
 # FUSE clients of remote storage (`fuse.<subtype>`); other FUSE filesystems (fuse-overlayfs under a rootless
 # container, lxcfs) are local and not named here.
 NETWORK_FUSE = frozenset({"sshfs", "s3fs", "gcsfuse", "juicefs", "rclone", "goofys", "glusterfs", "ceph-fuse",
@@ -70,6 +70,6 @@ def network_note(journal: Path) -> str | None:
     if found is None or not is_network(found[1]):
         return None
     point, fstype, source = found
-    return (f"the journal {journal} is on a network filesystem ({fstype} {source} at {point}): two machines "
-            "using it at once can corrupt it (SQLite's WAL needs memory they do not share); keep the state dir "
-            "on a local disk (EAGLE_CONSOLE_STATE=DIR, or [plan] state_dir)")
+    return (f"the journal {journal} is on a network filesystem ({fstype} {source} at {point}): two "
+            "machines using it at once can corrupt it (SQLite's WAL needs memory they do not share); keep "
+            "the state dir on a local disk (EAGLE_CONSOLE_STATE=DIR, or [plan] state_dir)")

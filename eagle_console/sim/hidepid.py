@@ -24,8 +24,8 @@ SCRIPT = ('mount -t proc -o hidepid=2 proc /proc && uid=$1 && shift && '
 
 def run(argv: list[str], uid: int, **popen) -> subprocess.CompletedProcess:
     """Run `argv` to its end as `uid` under a hidepid=2 /proc; `popen` as subprocess.run's."""
-    return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", SCRIPT, "sh", str(uid),
-                           *argv], **popen)
+    return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", SCRIPT, "sh",
+                           str(uid), *argv], **popen)
 
 
 def usable(uid: int = 4242, env: dict[str, str] | None = None) -> str | None:

@@ -17,9 +17,11 @@ import tempfile
 
 from eagle_console.sim import nsview
 
-# A line in proc(5)'s layout as an NFS v4.1 client writes it (options as a Kubernetes node's NFS volume has them)
+# A line in proc(5)'s layout as an NFS v4.1 client writes it (options as a Kubernetes node's NFS volume
+# has them)
 LINE = ("999 1 0:212 / {point} rw,relatime - {fstype} 10.0.0.5:/export/home rw,vers=4.1,rsize=1048576,"
-        "wsize=1048576,namlen=255,hard,proto=tcp,timeo=600,retrans=2,sec=sys,clientaddr=10.0.0.7,local_lock=none")
+        "wsize=1048576,namlen=255,hard,proto=tcp,timeo=600,retrans=2,sec=sys,clientaddr=10.0.0.7,"
+        "local_lock=none")
 SCRIPT = 'mount --bind "$1" /proc/$$/mountinfo && shift && exec "$@"'
 
 
@@ -35,8 +37,8 @@ def run(argv: list[str], at: str, fstype: str = "nfs4", **popen) -> subprocess.C
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text + LINE.format(point=_escape(os.path.realpath(at)), fstype=fstype) + "\n")
-        return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", SCRIPT, "sh", path,
-                               *argv], **popen)
+        return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", SCRIPT, "sh",
+                               path, *argv], **popen)
     finally:
         os.unlink(path)
 
