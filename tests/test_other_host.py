@@ -43,7 +43,7 @@ def test_another_machine_leaves_this_ones_live_run_alone_and_k_here_spares_it(no
     assert run["status"] == "in_progress" and run["run"]["ended"] is None, run
     assert run["run"]["host"] == here and run["run"]["supervisor_state"] is None, run
     text = on_b(["status", str(plan)]).stdout
-    assert f"running on {here}" in text, text
+    assert f"running on {here}" in text and "mark the step (eagle-console mark)" in text, text
 
     # here (node A): still live, its worker its own, and K kills nothing of it
     run = step_of(doc(["status", str(plan), "--json"]), "0.1")
@@ -60,6 +60,7 @@ def test_another_machine_cannot_roll_back_this_ones_run(node_b, held_run):
     plan, sim, worker = held_run
     refused = on_b(["rollback", str(plan), "0.1", "--yes", "--force"])
     assert refused.returncode != 0 and f"runs on {socket.gethostname()}" in refused.stderr, refused
+    assert "gone for good (a container that ended), mark the step (eagle-console mark)" in refused.stderr
     assert alive(worker)
     done = cli(["rollback", str(plan), "0.1", "--yes", "--force"])
     assert done.returncode == 0, done.stderr

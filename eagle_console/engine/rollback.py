@@ -86,7 +86,8 @@ def _undo_item(engine: Engine, step: Step, force: bool = False) -> UndoItem:
         if not on_this_host(run.host):  # its pids are another machine's: a stop here would hit others
             label = engine.journal.run_label(run.id)
             raise Refused(f"step {step.id}: {label} runs on {run.host}, not on this machine ({this_host()}): "
-                          "roll it back there")
+                          f"roll it back there, or, if {run.host} is gone for good (a container that ended), "
+                          "mark the step", fix="mark")
         stop = {"run_id": run.id, "pid": run.pid, "pid_ctime": run.pid_ctime, "pgid": run.pgid, "sid": run.sid,
                 "lost": run.finished}
     if step.rollback is not None:

@@ -26,5 +26,6 @@ NEUTRAL = Hints()
 
 def refusal_text(exc: Refused, hints: Hints = NEUTRAL) -> str:
     """The refusal with the face's way past it, when there is one (`Refused.fix`)."""
-    extra = {"cascade": hints.cascade, "force": hints.force, "rollback": hints.rollback}.get(getattr(exc, "fix", None) or "", "")
+    extra = {"cascade": hints.cascade, "force": hints.force, "rollback": hints.rollback,
+             "mark": hints.mark}.get(getattr(exc, "fix", None) or "", "")
     return f"{exc}{extra}"

@@ -358,9 +358,10 @@ def run_state_text(run: Run, procs: RunProcs, hints: Hints = NEUTRAL) -> str:
         pids = ", ".join(map(str, procs.still_running))
         return (f"{end}; its action still runs (pids {pids}, session {run.sid}): stop it with "
                 f"`pkill -TERM -s {run.sid}`, or roll the step back{hints.rollback}")
-    if elsewhere(run):
-        return (f"running on {run.host}, pid {run.pid or run.supervisor_pid or '?'} there (not this machine: "
-                f"it is judged, stopped and rolled back from {run.host})")
+    if elsewhere(run):  # another machine's, or another container's (a `docker run` names each one anew)
+        return (f"running on {run.host}, pid {run.pid or run.supervisor_pid or '?'} there (not this machine or "
+                f"container: judged, stopped and rolled back there; if {run.host} is gone for good, mark the "
+                f"step{hints.mark})")
     if (note := node_note(run)) is not None:
         if (unknown := unknown_text(run)) is not None:
             return unknown
