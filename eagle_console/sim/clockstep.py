@@ -19,7 +19,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 
 from eagle_console.sim import nsview
 
@@ -45,13 +44,10 @@ def usable() -> str | None:
         return "needs root (a mount namespace of its own)"
     if shutil.which("unshare") is None:
         return "no unshare(1)"
-    with tempfile.NamedTemporaryFile(prefix="clockstep-") as f:
-        f.write(stepped_stat(7))
-        f.flush()
-        try:
-            out = subprocess.run(command(["cat", "/proc/stat"], f.name), capture_output=True, timeout=30)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            return f"unshare failed: {e}"
+    try:
+        out = run(["cat", "/proc/stat"], 7, capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"unshare failed: {e}"
     if out.returncode != 0 or BTIME.search(out.stdout) is None:
         return f"unshare failed: {out.stderr.decode(errors='replace').strip()[:200]}"
     return None
@@ -59,13 +55,8 @@ def usable() -> str | None:
 
 def run(argv: list[str], seconds: int, **popen) -> subprocess.CompletedProcess:
     """Run `argv` to its end as if the wall clock had stepped `seconds`; `popen` as subprocess.run's."""
-    fd, path = tempfile.mkstemp(prefix="clockstep-stat-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(stepped_stat(seconds))
-        return subprocess.run(command(argv, path), **popen)
-    finally:
-        os.unlink(path)
+    return nsview.run_with_file(stepped_stat(seconds), "clockstep-stat-", lambda path: command(argv, path),
+                                **popen)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,14 +33,9 @@ def run(argv: list[str], at: str, fstype: str = "nfs4", **popen) -> subprocess.C
     """Run `argv` to its end seeing folder `at` as a mount of `fstype`; `popen` as subprocess.run's."""
     with open("/proc/self/mountinfo") as f:
         text = f.read()
-    fd, path = tempfile.mkstemp(prefix="netfs-mountinfo-")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text + LINE.format(point=_escape(os.path.realpath(at)), fstype=fstype) + "\n")
-        return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", SCRIPT, "sh",
-                               path, *argv], **popen)
-    finally:
-        os.unlink(path)
+    content = text + LINE.format(point=_escape(os.path.realpath(at)), fstype=fstype) + "\n"
+    return nsview.run_with_file(content.encode(), "netfs-mountinfo-", lambda path: [
+        "unshare", "--mount", "--propagation", "private", "sh", "-c", SCRIPT, "sh", path, *argv], **popen)
 
 
 def usable() -> str | None:

@@ -1,13 +1,29 @@
-"""The command line shared by the simulated node's views (clockstep, otherhost): an option that says what
-the command is shown, `--`, the command; run it in its namespaces, or say why that cannot be done here."""
+"""What the simulated node's views (clockstep, otherhost, netfs, hidepid) share: a command run with a
+temporary file to bind over part of /proc, and their command line — an option that says what the command is
+shown, `--`, the command; run it in its namespaces, or say why that cannot be done here."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from typing import Any
+
+
+def run_with_file(content: bytes, prefix: str, command: Callable[[str], list[str]],
+                  **popen: Any) -> subprocess.CompletedProcess:
+    """Run `command(path)` to its end, `path` a temporary file holding `content` (what the view binds over a
+    file of /proc), removed afterwards; `popen` as subprocess.run's."""
+    fd, path = tempfile.mkstemp(prefix=prefix)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(content)
+        return subprocess.run(command(path), **popen)
+    finally:
+        os.unlink(path)
 
 
 def main(argv: list[str] | None, *, prog: str, doc: str, flag: str, flag_kw: dict[str, Any],

@@ -16,7 +16,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import uuid
 
 from eagle_console.sim import nsview
@@ -32,13 +31,8 @@ def command(argv: list[str], hostname: str, boot_id_file: str) -> list[str]:
 
 def run(argv: list[str], hostname: str, **popen) -> subprocess.CompletedProcess:
     """Run `argv` to its end as machine `hostname` (a new boot id each call); `popen` as subprocess.run's."""
-    fd, path = tempfile.mkstemp(prefix="otherhost-boot-")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(f"{uuid.uuid4()}\n")
-        return subprocess.run(command(argv, hostname, path), **popen)
-    finally:
-        os.unlink(path)
+    return nsview.run_with_file(f"{uuid.uuid4()}\n".encode(), "otherhost-boot-",
+                                lambda path: command(argv, hostname, path), **popen)
 
 
 def usable() -> str | None:
