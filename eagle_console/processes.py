@@ -136,10 +136,20 @@ def recorded_ticks(start: str | float | None) -> tuple[float, float] | None:
             return float(int(ticks)), 0.5  # exact: both sides are the kernel's own integer
         except ValueError:
             return None
-    try:  # an older journal's epoch create time: against btime now, as it was compared when recorded (a time
-        # namespace moves btime back by its offset, which `_ticks` takes off the other side)
-        return (float(start) - _boot_time()) * CLOCK_TICKS - _timens_ticks(), CTIME_SLACK_S * CLOCK_TICKS
-    except (OSError, TypeError, ValueError):
+    try:  # an older journal's epoch create time: against btime now, as it was compared when recorded
+        ticks = ticks_at(float(start))
+    except (TypeError, ValueError):
+        return None
+    return (ticks, CTIME_SLACK_S * CLOCK_TICKS) if ticks is not None else None
+
+
+def ticks_at(epoch: float) -> float | None:
+    """The wall-clock time `epoch` in clock ticks since boot, by the wall clock now (a step of it since
+    `epoch` moves the answer), counted as `_ticks` counts (a time namespace moves btime back by its offset);
+    None when /proc/stat cannot be read."""
+    try:
+        return (epoch - _boot_time()) * CLOCK_TICKS - _timens_ticks()
+    except (OSError, ValueError):
         return None
 
 

@@ -28,7 +28,16 @@ from eagle_console.node.gpus.attribution import (
     pid_namespace,
 )
 from eagle_console.node.selfmark import marked_kind
-from eagle_console.processes import ProcStart, alive, hidden, on_this_host, recorded_ticks, start_ticks
+from eagle_console.processes import (
+    CLOCK_TICKS,
+    ProcStart,
+    alive,
+    hidden,
+    on_this_host,
+    recorded_ticks,
+    start_ticks,
+    ticks_at,
+)
 
 if TYPE_CHECKING:
     from eagle_console.journal import Journal, Run
@@ -67,9 +76,10 @@ class TrackedRun:
             return False  # the leader was of an earlier boot: nothing running now is its session's
         if h.start_ticks is not None and h.start_ticks < ref[0] - ref[1]:
             return False
-        # Two wall-clock times (the journal's end, psutil's create time): a clock step between them only
-        # moves this bound, which the leader's identity below does not depend on.
-        if h.create_time is not None and self.ended is not None and h.create_time > self.ended + 1.0:
+        # The journal's end is a wall-clock time: a clock step since it only moves this bound, which the
+        # leader's identity below does not depend on.
+        if h.start_ticks is not None and self.ended is not None and (end := ticks_at(self.ended)) is not None \
+                and h.start_ticks > end + CLOCK_TICKS:
             return False  # the journal's end is when it noticed, never before the real one: 1 s slack
         leader = start_ticks(self.sid)
         if leader is None:
@@ -93,7 +103,6 @@ class Holder:
     has_context: bool = False  # listed by the backend as a compute process
     used_by_gpu: dict[int, float] = field(default_factory=dict)
     proc: psutil.Process | None = field(default=None, repr=False, compare=False)  # kept for pid-reuse guard
-    create_time: float | None = None  # epoch, for showing: moves when the wall clock is stepped
     start_ticks: int | None = None  # its start in clock ticks since boot: what names it (processes.start_of)
     gpus_known: bool = True  # False: it holds a GPU (CUDA opens every device file) but which is unknown
     pgid: int | None = None
@@ -414,7 +423,6 @@ def _read_process(h: Holder) -> None:
         with proc.oneshot():
             h.ppid = proc.ppid()
             h.command = _command(proc)
-            h.create_time = proc.create_time()
             try:
                 h.user = proc.username()
             except (KeyError, psutil.Error):  # uid without a passwd entry
