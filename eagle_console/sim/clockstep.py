@@ -14,9 +14,7 @@ namespace of one's own); `usable()` says whether it can be done here.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 import sys
 
@@ -40,14 +38,10 @@ def command(argv: list[str], stat_copy: str) -> list[str]:
 
 def usable() -> str | None:
     """None when a command can be shown a stepped clock here, else why not."""
-    if os.geteuid() != 0:
-        return "needs root (a mount namespace of its own)"
-    if shutil.which("unshare") is None:
-        return "no unshare(1)"
-    try:
-        out = run(["cat", "/proc/stat"], 7, capture_output=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"unshare failed: {e}"
+    why, out = nsview.probe("a mount namespace of its own",
+                            lambda: run(["cat", "/proc/stat"], 7, capture_output=True, timeout=30))
+    if out is None:
+        return why
     if out.returncode != 0 or BTIME.search(out.stdout) is None:
         return f"unshare failed: {out.stderr.decode(errors='replace').strip()[:200]}"
     return None

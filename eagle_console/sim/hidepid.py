@@ -11,8 +11,6 @@ command's Python must be readable by that uid).
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 
@@ -30,15 +28,12 @@ def run(argv: list[str], uid: int, **popen) -> subprocess.CompletedProcess:
 
 def usable(uid: int = 4242, env: dict[str, str] | None = None) -> str | None:
     """None when a command can be run here as `uid` under a hidepid /proc (with `env`), else why not."""
-    if os.geteuid() != 0:
-        return "needs root (a mount namespace, a /proc mount, another uid)"
-    if shutil.which("unshare") is None or shutil.which("setpriv") is None:
-        return "no unshare(1) or setpriv(1)"
     probe = "import os, psutil, eagle_console; print(len([p for p in os.listdir('/proc') if p.isdigit()]))"
-    try:
-        out = run([sys.executable, "-c", probe], uid, capture_output=True, text=True, timeout=60, env=env)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"unshare failed: {e}"
+    why, out = nsview.probe("a mount namespace, a /proc mount, another uid", lambda: run(
+        [sys.executable, "-c", probe], uid, capture_output=True, text=True, timeout=60, env=env),
+        tools=("unshare", "setpriv"))
+    if out is None:
+        return why
     if out.returncode != 0:
         return f"cannot run Python as uid {uid} under a hidepid /proc: {out.stderr.strip()[-200:]}"
     return None

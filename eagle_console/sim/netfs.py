@@ -11,7 +11,6 @@ shell's pid through exec, so its /proc/self is that file). The files stay where 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import tempfile
 
@@ -40,15 +39,11 @@ def run(argv: list[str], at: str, fstype: str = "nfs4", **popen) -> subprocess.C
 
 def usable() -> str | None:
     """None when a command can be shown a network mount here, else why not."""
-    if os.geteuid() != 0:
-        return "needs root (a mount namespace of its own)"
-    if shutil.which("unshare") is None:
-        return "no unshare(1)"
     with tempfile.TemporaryDirectory() as d:
-        try:
-            out = run(["cat", "/proc/self/mountinfo"], d, capture_output=True, text=True, timeout=30)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            return f"unshare failed: {e}"
+        why, out = nsview.probe("a mount namespace of its own", lambda: run(
+            ["cat", "/proc/self/mountinfo"], d, capture_output=True, text=True, timeout=30))
+    if out is None:
+        return why
     if out.returncode != 0 or " - nfs4 " not in out.stdout:
         return f"unshare failed: {out.stderr.strip()[:200]}"
     return None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -24,6 +25,21 @@ def run_with_file(content: bytes, prefix: str, command: Callable[[str], list[str
         return subprocess.run(command(path), **popen)
     finally:
         os.unlink(path)
+
+
+def probe(root_for: str, call: Callable[[], subprocess.CompletedProcess],
+          tools: tuple[str, ...] = ("unshare",)) -> tuple[str | None, subprocess.CompletedProcess | None]:
+    """What every view's `usable()` checks first: root (`root_for` says what for), its tools, and a probe run
+    (`call()`) that started and ended in time. (why not, None), or (None, the probe's result) for the view
+    to judge."""
+    if os.geteuid() != 0:
+        return f"needs root ({root_for})", None
+    if any(shutil.which(tool) is None for tool in tools):
+        return "no " + " or ".join(f"{tool}(1)" for tool in tools), None
+    try:
+        return None, call()
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"unshare failed: {e}", None
 
 
 def main(argv: list[str] | None, *, prog: str, doc: str, flag: str, flag_kw: dict[str, Any],

@@ -12,8 +12,6 @@ over /proc/sys/kernel/random/boot_id (a mount namespace) — the files stay shar
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 import uuid
@@ -37,15 +35,11 @@ def run(argv: list[str], hostname: str, **popen) -> subprocess.CompletedProcess:
 
 def usable() -> str | None:
     """None when a command can be run as another machine here, else why not."""
-    if os.geteuid() != 0:
-        return "needs root (PID, UTS and mount namespaces of its own)"
-    if shutil.which("unshare") is None:
-        return "no unshare(1)"
-    try:
-        out = run(["sh", "-c", "hostname; cat /proc/sys/kernel/random/boot_id; echo $$"], "sim-probe",
-                  capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"unshare failed: {e}"
+    why, out = nsview.probe("PID, UTS and mount namespaces of its own", lambda: run(
+        ["sh", "-c", "hostname; cat /proc/sys/kernel/random/boot_id; echo $$"], "sim-probe",
+        capture_output=True, text=True, timeout=30))
+    if out is None:
+        return why
     lines = out.stdout.split()
     if out.returncode != 0 or len(lines) != 3 or lines[0] != "sim-probe" or lines[2] != "1":
         return f"unshare failed: {out.stderr.strip()[:200]}"
