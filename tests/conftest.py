@@ -47,7 +47,9 @@ def worker_ports(worker: str | None, count: str | None) -> str:
     one worker drew and had not bound yet was drawn by another, and a simulated server failed with "Address
     already in use" (a README run: test_metrics_sim, its server's port 30296). The whole range without
     xdist."""
-    low, high = 20000, 32767
+    from eagle_console.ports import FLOOR
+
+    low, high = FLOOR, 32767  # free_port's floor, up to Linux's default ephemeral range (ports.ephemeral_range)
     if not worker or not count:
         return f"{low}-{high}"
     n, i = max(1, int(count)), int(worker.removeprefix("gw"))
