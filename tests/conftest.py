@@ -49,7 +49,7 @@ def worker_ports(worker: str | None, count: str | None) -> str:
     xdist."""
     from eagle_console.ports import FLOOR
 
-    low, high = FLOOR, 32767  # free_port's floor, up to Linux's default ephemeral range (ports.ephemeral_range)
+    low, high = FLOOR, 32767  # free_port's floor, up to Linux's default ephemeral range (ports.py)
     if not worker or not count:
         return f"{low}-{high}"
     n, i = max(1, int(count)), int(worker.removeprefix("gw"))
