@@ -126,7 +126,7 @@ class LogLines(ScrollView, can_focus=True):
         self._rows.width = 0
         self._resize()
         if self.view.following:
-            self.scroll_end(animate=False, immediate=True, force=True)  # as in _on_resized
+            self.to_end()
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # What every row of a frame shares, found once: the style walks the widget's ancestors, the width
@@ -172,14 +172,20 @@ class LogLines(ScrollView, can_focus=True):
         self._resize()  # wrapped rows depend on the width
         self._on_resized()
 
+    def to_end(self) -> None:
+        """Onto the last row, now. `force`: rows that just arrived (a batch, a pane just shown and wrapped)
+        can need a scrollbar Textual has not shown yet, and Textual refuses to scroll a widget without one
+        (`Widget._scroll_to`: `allow_vertical_scroll or force`). `immediate`: our virtual size is already
+        set; a deferred scroll runs from the screen's after-refresh queue, which the screen can run before
+        this widget's layout (`Screen._on_idle`) — then too without a scrollbar. Either way a following pane
+        stayed on its first rows, its status saying "following"."""
+        self.scroll_end(animate=False, immediate=True, force=True)
+
     def _on_resized(self) -> None:
         """A following view stays on the last line when it changes size (the terminal resized, the head
-        above it grew, the tab shown again): Textual keeps the offset, which left the end off screen.
-        `force`: on a pane just shown, the rows its width wraps to arrive in this resize, before Textual has
-        shown the scrollbar they need, and Textual refuses to scroll a widget without one (`allow_vertical_
-        scroll`): a following pane stayed on its first rows with the status saying "following"."""
+        above it grew, the tab shown again): Textual keeps the offset, which left the end off screen."""
         if self.view.following:
-            self.scroll_end(animate=False, immediate=True, force=True)
+            self.to_end()
 
     def on_show(self) -> None:
         self._on_resized()
@@ -270,7 +276,7 @@ class LogView(Column):
         if shown:
             dropped = self.body.extend(shown)
             if self.following:
-                self.body.scroll_end(animate=False)
+                self.body.to_end()
             else:
                 self.waiting += len(shown)
                 if dropped:  # keep the paused view on the same lines as the head falls off
@@ -292,7 +298,7 @@ class LogView(Column):
     def resume(self) -> None:
         self.following = True
         self.waiting = 0
-        self.body.scroll_end(animate=False)
+        self.body.to_end()
         self._show_status()
 
     def toggle_follow(self) -> None:
@@ -310,7 +316,7 @@ class LogView(Column):
         self._pattern, self._invert, self.filter_text = pattern, invert, text.strip()
         self.body.set_lines(s for s in self.buffer if self._passes(s))
         if self.following:
-            self.body.scroll_end(animate=False)
+            self.body.to_end()
         self._show_status()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
