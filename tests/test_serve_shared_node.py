@@ -208,7 +208,7 @@ async def keep_reading(ws, first: asyncio.Future) -> None:
         async for msg in ws:
             if not first.done():
                 first.set_result(msg)
-    except Exception as exc:  # noqa: BLE001 - before the first screen: the test's failure; after: the caller's
+    except Exception as exc:  # noqa: BLE001 - before the first screen: the test's failure; after, the caller's
         if first.done():
             raise
         first.set_exception(exc)
