@@ -187,3 +187,14 @@ def _judge_the_dead_node(ray_cluster, plan, before, killed, raylet: int) -> None
         assert state[0] == "in_progress", state
         time.sleep(0.2)
     assert state[0] == "in_progress" and state[1]["run"]["node_unreachable"], state
+    # Once the GCS finds b dead it ends b's agent. A read that listed b alive a moment before asked for b's
+    # agent, found none, started one that could never run and gave it the start's 15 s, the pane showing
+    # b's last reading as live meanwhile (test_cluster_console's killed-raylet test, once, under load):
+    # now the question is answered at once, the node gone.
+    from eagle_console.cluster.connect import ask_agents, cluster_nodes
+
+    while any(n.name == "b" and n.alive for n in cluster_nodes(ray_cluster.address)):
+        assert time.monotonic() - killed < 30.0, "the GCS never found b dead"
+        time.sleep(0.2)
+    answer = ask_agents(ray_cluster.address, {"b": ("ping", [])}, timeout=1.0)["b"]
+    assert "NodeGone" in answer.get("kinds", []), answer  # old: GetTimeoutError after 1 + 15 s

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from eagle_console.cluster import NAMESPACE, pin
+from eagle_console.cluster import NAMESPACE, node_names, pin
 
 AGENT_PREFIX = "eagle-node-agent:"
 
@@ -32,6 +32,11 @@ def _tracked(tracked: list | None) -> list:
     from eagle_console.node.procs import TrackedRun
 
     return [t if isinstance(t, TrackedRun) else TrackedRun(**t) for t in tracked or []]
+
+
+class NodeGone(RuntimeError):
+    """A node whose agent is gone and which the GCS lists no live raylet for: an agent started for it would
+    wait on a node that is not there (see find_or_start)."""
 
 
 class RayletGone(RuntimeError):
@@ -216,6 +221,11 @@ def find_or_start(name: str) -> tuple[Any, bool]:
         return ray.get_actor(_agent_name(name), namespace=NAMESPACE), False
     except ValueError:  # no such actor: never started, or gone with its node
         pass
+    # The GCS ends a node's agent when it finds the node dead: a read that listed the node alive a moment
+    # before came here, started an agent that could never run, and gave it the start's grace (15 s) while
+    # the pane showed the node's last reading as live. A node no live raylet carries gets no new agent.
+    if not any(n.get("Alive") and name in node_names(n.get("Resources") or {}) for n in ray.nodes()):
+        raise NodeGone(f"node {name}'s agent is gone and no live raylet carries the node (it died or left)")
     actor = ray.remote(num_cpus=0, max_restarts=0)(NodeAgent)
     # get_if_exists: another console may start it between the lookup and here
     return actor.options(name=_agent_name(name), namespace=NAMESPACE, lifetime="detached",

@@ -167,6 +167,8 @@ def ask_node(address: str, node: str, job_id: str, with_log: bool = False) -> di
             raise NodeUnreachable(f"node {node}'s agent did not answer within {NODE_ANSWER_S:g}s") from None
         if exc.is_a("RayletGone"):  # the agent outlived its raylet (cluster/agent.py raylet_gone)
             raise NodeUnreachable(f"node {node}'s raylet has died") from None
+        if exc.is_a("NodeGone"):  # gone since the table above was read (cluster/agent.py find_or_start)
+            raise NodeUnreachable(f"node {node} is not alive in the cluster's node table") from None
         if exc.is_a("RayError"):  # RayActorError and its ActorUnavailableError / ActorDiedError among them
             raise NodeUnreachable(f"node {node}'s agent cannot be reached ({exc.kinds[0]})") from None
         raise
