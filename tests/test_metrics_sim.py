@@ -175,6 +175,28 @@ def test_silent_drafter_raises_accept_length_one(silent, tmp_path):
     assert doc["num_draft_tokens"] == 4 and doc["ranks"] == ["tp0"]
 
 
+def test_the_counted_alarm_stays_while_the_window_is_too_thin_to_say(silent, tmp_path):
+    """The first reading counts since the server started and raises ACCEPT_LENGTH_ONE; the next one counted
+    only its window (the readings since the first), too few verify steps to say, and the alarm went until
+    the gauges had held it HOLD_S: the Metrics pane went blank over a silent drafter (a floors suite run of
+    test_tui_metrics). A window too thin to judge leaves the judgement to the counts since the start."""
+    client = ready(silent.url)
+    for _ in range(2):
+        client.generate("count the verify steps " * 4, 100)  # 2 x 99 verify steps, none accepted
+    plan = load_plan(plan_for(tmp_path, silent.url))
+    journal = Journal.for_plan(plan)
+    try:
+        watch = MetricsWatch(plan, journal)
+        first = watch.poll()
+        client.generate("a short one", 20)  # 19 more: under alarms.MIN_VERIFY in the window
+        second = watch.poll()
+    finally:
+        journal.close()
+    assert raised("ACCEPT_LENGTH_ONE")(first), first
+    (finding,) = [f for f in second["findings"] if f["code"] == "ACCEPT_LENGTH_ONE"]  # old: none
+    assert "over 217 verify steps since the server started" in finding["message"], finding
+
+
 def healthy(doc: dict) -> bool:
     return (doc["accept_length"] or 0) > 2.0 and (doc["gen_throughput"] or 0) > BASELINE and not doc["findings"]
 
