@@ -68,7 +68,7 @@ def run_deferred_before_layout(app: App, body) -> None:
 
 
 @pytest.mark.parametrize("how", ["add_lines", "resume", "set_filter"])
-def test_a_following_pane_ends_at_the_bottom_when_the_screen_runs_its_callbacks_before_its_layout(how: str) -> None:
+def test_a_following_pane_ends_at_the_bottom_when_callbacks_run_before_layout(how: str) -> None:
     """The floors suite once saw a following Output pane stay on its first rows after 1,000 lines came in one
     batch. A deferred `scroll_end` runs from the screen's queue of after-refresh callbacks, and the screen
     runs that queue when it goes idle with no layout pending (textual/screen.py `Screen._on_idle`), which
