@@ -49,27 +49,45 @@ def start_cluster():
         sims[name] = root / f"sim-{name}"
         gpustate.create_node(sims[name], gpus=gpus)
     try:
-        return start_retrying(lambda: start_local_cluster(root, sims))
+        cluster = start_retrying(lambda: start_local_cluster(root, sims))
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise
+    forget_ray_token()
+    return cluster
+
+
+def forget_ray_token() -> None:
+    """This process's Ray keeps the first token it read for its life (`AuthenticationTokenLoader`, ray 2.60;
+    Ray's own tests reset it between clusters: ray/_private/authentication_test_utils.py). Each cluster has
+    a token of its own: a test's in-process Ray client (JobSubmissionClient) after a second cluster of the
+    session was refused, "InvalidAuthToken" (test_cluster_console after test_cluster_node_faults)."""
+    import sys
+
+    if "ray._raylet" in sys.modules:  # nothing read yet otherwise
+        sys.modules["ray._raylet"].AuthenticationTokenLoader.instance().reset_cache()
 
 
 # A free port is picked by a bind test and closed again (eagle_console/ports.py): another process, or a
 # second pick of the same start, can have it before Ray binds it. `ray start` then fails with one of these.
 PORT_TAKEN = ("address already in use", "is trying to use a port number")
+# `ray start` gives a raylet a fixed 30 s to appear in the GCS (ray/_private/node.py, 2.60: not settable).
+# The suite's first minute (every worker importing, the `ray` and a `netns` group each starting a cluster)
+# once kept both clusters' node b from registering in time (.ci/run of 9599733: 4 errors at setup).
+OVERLOADED = ("timed out during startup",)
 
 
 def start_retrying(start, attempts: int = 3):
     """`start()` of a local cluster, again when it failed only because a port it picked was taken meanwhile
-    (the product stops what it started first; ports.py: "callers that can retry do")."""
+    (the product stops what it started first; ports.py: "callers that can retry do"), or because a node's
+    raylet missed Ray's fixed registration wait on a loaded machine."""
     for attempt in range(attempts):
         try:
             return start()
         except RuntimeError as exc:
-            if attempt + 1 == attempts or not any(m in str(exc) for m in PORT_TAKEN):
+            if attempt + 1 == attempts or not any(m in str(exc) for m in PORT_TAKEN + OVERLOADED):
                 raise
-            print(f"[clusterkit] a port was taken during the start, starting again: {str(exc)[-300:]}")
+            print(f"[clusterkit] the start failed (a port taken, or Ray overloaded), again: {str(exc)[-300:]}")
 
 
 _SHARED: list = []  # the session's cluster while it runs (at most one)
