@@ -189,8 +189,8 @@ def _judge_the_dead_node(ray_cluster, plan, before, killed, raylet: int) -> None
     assert state[0] == "in_progress" and state[1]["run"]["node_unreachable"], state
     # Once the GCS finds b dead it ends b's agent. A read that listed b alive a moment before asked for b's
     # agent, found none, started one that could never run and gave it the start's 15 s, the pane showing
-    # b's last reading as live meanwhile (test_cluster_console's killed-raylet test, once, under load):
-    # now the question is answered at once, the node gone.
+    # b's last reading as live meanwhile (a way test_cluster_console's killed-raylet test can fail under
+    # load): now the question is answered at once, the node gone.
     from eagle_console.cluster.connect import ask_agents, cluster_nodes
 
     while any(n.name == "b" and n.alive for n in cluster_nodes(ray_cluster.address)):
