@@ -118,6 +118,23 @@ def stamp(ticks: int) -> str:
     return f"{ticks}@{boot_id()}"
 
 
+def boot_now() -> str:
+    """This moment, recorded as a start is ("TICKS@BOOT_ID"): by the boot clock, which a step of the wall
+    clock does not move (the clock a process's start is counted by)."""
+    return stamp(int(_boot_clock_ticks()))
+
+
+def seconds_since(recorded: str | None) -> float | None:
+    """Seconds by the boot clock from a `boot_now()` stamp to now; None for none, or one of another boot."""
+    got = recorded_ticks(recorded) if isinstance(recorded, str) else None
+    return None if got is None else max(0.0, (_boot_clock_ticks() - got[0]) / CLOCK_TICKS)
+
+
+def _boot_clock_ticks() -> float:
+    # CLOCK_BOOTTIME reads with this process's time namespace's offset, as /proc's starttime does (_ticks)
+    return time.clock_gettime(time.CLOCK_BOOTTIME) * CLOCK_TICKS - _timens_ticks()
+
+
 def start_ticks(pid: int | None) -> int | None:
     """When `pid` started, in clock ticks since boot; None when there is no such process."""
     fields = _stat(pid)

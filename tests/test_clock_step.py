@@ -132,3 +132,43 @@ def test_a_reader_in_another_time_namespace_names_the_process_alike():
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_run_whose_supervisor_is_starting_is_not_lost_after_a_forward_step(can_step_clock, tmp_path):
+    """A run begun a moment ago whose supervisor has not reported yet (it starts; seconds on a loaded node) is
+    given 20 s before it is called "never started". Judged by the wall clock, a step of it forward (a VM
+    resumed, chrony's makestep) made the moment long ago: the next face recorded the run lost and its step
+    failed, and the supervisor went on to run the action. Now judged by the boot clock, as a process's
+    start is: the run stays in progress under the stepped clock."""
+    from enginekit import write_plan
+
+    from eagle_console.journal import Journal
+    from eagle_console.plan.loader import load_plan
+
+    plan = write_plan(tmp_path, '[[phase]]\nid = "0"\ntitle = "p"\n\n  [[phase.step]]\n  id = "0.1"\n'
+                                '  title = "t"\n  run = "true"\n')
+    journal = Journal.for_plan(load_plan(plan))
+    journal.begin_run("0.1", command="true", log=None)  # as `run` records it before its supervisor starts
+    journal.close()
+    nxt = cli(["next", str(plan), "--yes"], stepped(60))  # reconciles and writes what it finds
+    assert nxt.returncode in (0, 1), nxt.stderr
+    step = step_of(doc(["status", str(plan), "--json"], stepped(60)), "0.1")
+    assert step["status"] == "in_progress" and step["run"]["ended"] is None, step  # old: failed, lost
+
+    # and on this machine's own clock, as before
+    assert step_of(doc(["status", str(plan), "--json"]), "0.1")["status"] == "in_progress"
+
+
+def test_seconds_since_a_recorded_start_are_the_boot_clocks():
+    """What the 20 s grace is measured with: a stamp's age by the boot clock (this process's start: its age
+    by /proc/uptime, the kernel's boot clock read another way; not psutil's, whose btime is whole seconds)."""
+    from eagle_console.processes import boot_now, seconds_since, start_ticks
+
+    age = seconds_since(start_of(os.getpid()))
+    with open("/proc/uptime") as f:
+        uptime = float(f.read().split()[0])
+    assert age == pytest.approx(uptime - start_ticks(os.getpid()) / CLOCK_TICKS, abs=0.05)
+    assert seconds_since(boot_now()) == pytest.approx(0.0, abs=0.1)
+    assert seconds_since(None) is None
+    other_boot = f"{boot_now().split('@')[0]}@00000000-0000-4000-8000-000000000000"
+    assert seconds_since(other_boot) is None

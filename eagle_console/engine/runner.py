@@ -25,12 +25,20 @@ from eagle_console.engine.spec import (
 )
 from eagle_console.journal import EventKind, Journal, Refused, Run, exitslot, heldslot, plan_statuses
 from eagle_console.plan.model import Action, Plan, Ready, Step
-from eagle_console.processes import alive, on_this_host
+from eagle_console.processes import alive, on_this_host, seconds_since
 from eagle_console.pyenv import builtin_argv, own_process_env
 from eagle_console.statedir import artifacts_dir, private_opener, runs_dir
 
 # A run whose supervisor has not reported its pid after this long never started.
 SUPERVISOR_START_GRACE_S = 20.0
+
+
+def age_s(started: float, begun: str | None, now: float) -> float:
+    """How long ago a run or rollback began: by the boot clock where its begin recorded it; a step of the
+    wall clock (chrony's makestep after a VM resumes) made a run whose supervisor was starting "never
+    started", its step failed while the supervisor went on. An older record: by the wall clock."""
+    since = seconds_since(begun)
+    return since if since is not None else now - started
 
 
 def action_argv(plan: Plan, step: Step, action: Action, mode: str, run_id: int | None = None,
@@ -102,7 +110,7 @@ class Engine:
             if run.job_id:  # a Ray job on a cluster node: its job says, not a local pid (cluster.jobs)
                 on_nodes.append(run)
                 continue
-            if run.node and now - run.started <= SUPERVISOR_START_GRACE_S:
+            if run.node and age_s(run.started, run.begun, now) <= SUPERVISOR_START_GRACE_S:
                 continue  # being submitted
             if not on_this_host(run.host):
                 continue  # its supervisor is another machine's (a shared state dir): that machine judges it
@@ -112,7 +120,7 @@ class Engine:
                 child = "still running" if alive(run.pid, run.pid_ctime) else "gone"
                 reason = (f"lost: its supervisor (pid {run.supervisor_pid}) died without recording an exit; "
                           f"the action (pid {run.pid}) is {child}")
-            elif now - run.started > SUPERVISOR_START_GRACE_S:
+            elif age_s(run.started, run.begun, now) > SUPERVISOR_START_GRACE_S:
                 reason = "lost: its supervisor never started"
             else:
                 continue
@@ -136,7 +144,7 @@ class Engine:
                 if alive(rb.supervisor_pid, rb.supervisor_ctime):
                     continue
                 reason = f"lost: its supervisor (pid {rb.supervisor_pid}) died before the rollback ended"
-            elif now - rb.started > SUPERVISOR_START_GRACE_S:
+            elif age_s(rb.started, rb.begun, now) > SUPERVISOR_START_GRACE_S:
                 reason = "lost: its supervisor never started"
             else:
                 continue

@@ -20,6 +20,7 @@ class OpenRollback(NamedTuple):
     supervisor_pid: int | None
     supervisor_ctime: str | float | None  # processes.start_of
     host: str | None = None  # the machine its supervisor runs on
+    begun: str | None = None  # processes.boot_now() at its begin (None: an older record)
 
 
 class Holder(NamedTuple):
@@ -53,15 +54,15 @@ def open_action_runs(conn: sqlite3.Connection, step_id: str) -> list[Holder]:
 def open_rollbacks(conn: sqlite3.Connection, ended: set[int] | frozenset[int] = frozenset()) -> list[OpenRollback]:
     """Rollbacks without an end, with their supervisor once it reported (a ROLLBACK_PROC event)."""
     rows = conn.execute(
-        "SELECT b.id, b.step_id, b.at, (SELECT p.data FROM events p WHERE p.kind = ? AND p.run_id = b.id "
-        "ORDER BY p.id DESC LIMIT 1) FROM events b WHERE b.kind = ? AND NOT EXISTS (SELECT 1 FROM events "
-        "e WHERE e.kind = ? AND e.run_id = b.id) ORDER BY b.id",
+        "SELECT b.id, b.step_id, b.at, b.data, (SELECT p.data FROM events p WHERE p.kind = ? "
+        "AND p.run_id = b.id ORDER BY p.id DESC LIMIT 1) FROM events b WHERE b.kind = ? AND NOT EXISTS "
+        "(SELECT 1 FROM events e WHERE e.kind = ? AND e.run_id = b.id) ORDER BY b.id",
         (EventKind.ROLLBACK_PROC, EventKind.ROLLBACK_BEGIN, EventKind.ROLLBACK_END)).fetchall()
     out = []
-    for rid, target, at, proc in rows:
+    for rid, target, at, begin, proc in rows:
         if rid in ended:
             continue
         p = json.loads(proc) if proc else {}
         out.append(OpenRollback(rid, target or "", at, p.get("supervisor_pid"), p.get("supervisor_ctime"),
-                                p.get("host")))
+                                p.get("host"), json.loads(begin or "{}").get("begun")))
     return out

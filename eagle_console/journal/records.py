@@ -84,6 +84,7 @@ class Run:
     job_id: str | None = None
     face: str | None = None  # the face that started it: console | cli | agent:<client>
     host: str | None = None  # the machine its supervisor runs on (processes.this_host); None: an older record
+    begun: str | None = None  # processes.boot_now() at its begin (None: an older record)
 
     @property
     def finished(self) -> bool:

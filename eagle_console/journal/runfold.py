@@ -30,7 +30,7 @@ class RunFold:
                 run = make_run(e.id, e.step_id or "", e.data.get("kind", "action"), e.at, e.who,
                                e.data.get("command", ""), e.data.get("log"), bool(e.data.get("service")),
                                e.data.get("env") or {})
-                run.face, run.host = e.face, e.data.get("host")
+                run.face, run.host, run.begun = e.face, e.data.get("host"), e.data.get("begun")
                 self.index[e.id] = self.open[e.id] = run
                 self.runs.append(run)
                 self.by_step.setdefault(run.step_id, []).append(run)

@@ -315,10 +315,11 @@ class Journal:
                 known = {**(needs_status or {}), **{sid: st.status for sid, st in states.items()}}
                 if missing := unmet(needs if isinstance(needs, Mapping) else {n: (n,) for n in needs}, known):
                     raise Refused(f"step {step_id} needs {', '.join(missing)} completed first")
-            from eagle_console.processes import this_host  # the machine whose processes the run's are
+            # this_host: the machine whose processes the run's are; boot_now: its begin by the boot clock
+            from eagle_console.processes import boot_now, this_host
 
             run_id = self._insert(conn, EventKind.RUN_BEGIN, step_id, None, who, kind=kind, command=command,
-                                  log=log, service=service, env=env or {}, host=this_host())
+                                  log=log, service=service, env=env or {}, host=this_host(), begun=boot_now())
             if kind == "action":
                 self._insert(conn, EventKind.STATUS, step_id, run_id, who, status="in_progress", source="run")
             return run_id
@@ -458,8 +459,10 @@ class Journal:
                         raise Refused(f"step {step_id} is being run (run {run_id}, started by {run_who or '?'} "
                                       f"at {_ts_text(at)}): wait for it to end, then roll it back", by=run_who,
                                       at=at)
+            from eagle_console.processes import boot_now
+
             return self._insert(conn, EventKind.ROLLBACK_BEGIN, target, None, self._who(who),
-                                steps=steps, **data)
+                                steps=steps, begun=boot_now(), **data)
 
     def open_rollbacks(self) -> list[OpenRollback]:
         """Rollbacks without an end (nor one derived in memory), with their supervisor once it reported."""

@@ -4,19 +4,24 @@ A step of the wall clock — chrony's `makestep` when a VM resumes from a snapsh
 correction on a node whose clock drifted — does not touch a process's start (clock ticks since boot,
 /proc/PID/stat field 22) but moves /proc/stat's `btime` by the size of the step: the kernel works btime out
 at every read as the wall clock minus the time since boot (kernel/time/timekeeping.c, getboottime64). Every
-epoch start time built from it (psutil's create_time) moves with it. Stepping this machine's clock would
-move it for every process on it (a test suite, a CI job), so this shows one command the moved btime alone:
-a private mount namespace with a copy of /proc/stat whose btime is `seconds` later. Needs root (a mount
-namespace of one's own); `usable()` says whether it can be done here.
+epoch start time built from it (psutil's create_time) moves with it, and so does every `time.time()`.
+Stepping this machine's clock would move it for every process on it (a test suite, a CI job), so this shows
+one command what a step changes: a private mount namespace with a copy of /proc/stat whose btime is
+`seconds` later, and, for its Python processes, a wall clock `seconds` later (sim/wallstep: a
+sitecustomize first on PYTHONPATH; the boot and monotonic clocks stay, as in a real step). Needs root (a
+mount namespace of one's own); `usable()` says whether it can be done here.
 
     python -m eagle_console.sim.clockstep --by 2 -- eagle-console status PLAN --json
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
+from collections.abc import Mapping
+from pathlib import Path
 
 from eagle_console.sim import nsview
 
@@ -49,8 +54,16 @@ def usable() -> str | None:
 
 def run(argv: list[str], seconds: int, **popen) -> subprocess.CompletedProcess:
     """Run `argv` to its end as if the wall clock had stepped `seconds`; `popen` as subprocess.run's."""
+    popen["env"] = stepped_env(popen.get("env") or os.environ, seconds)
     return nsview.run_with_file(stepped_stat(seconds), "clockstep-stat-", lambda path: command(argv, path),
                                 **popen)
+
+
+def stepped_env(env: Mapping[str, str], seconds: int) -> dict[str, str]:
+    """`env` for a command whose Python processes read the wall clock `seconds` later (sim/wallstep)."""
+    site = str(Path(__file__).with_name("wallstep"))
+    path = os.pathsep.join(p for p in (site, env.get("PYTHONPATH", "")) if p)
+    return {**env, "PYTHONPATH": path, "EAGLE_SIM_WALL_STEP": str(seconds)}
 
 
 def main(argv: list[str] | None = None) -> int:
