@@ -165,7 +165,10 @@ def test_flush_while_a_request_runs_waits_like_bench_serving(server):
         started = threading.Event()
 
         def long_request() -> None:
-            for _chunk in busy.stream_generate("A long answer:", max_new_tokens=120):
+            # ~5.8 s on the simulated server: 120 tokens (~1.5 s) had ended before the bare flush below reached
+            # it on a loaded machine (.ci/run of 8797e7b: 200, not 400; a flush 1.5 s after the first chunk:
+            # 200 for 120 tokens, 400 for 600)
+            for _chunk in busy.stream_generate("A long answer:", max_new_tokens=600):
                 started.set()
 
         worker = threading.Thread(target=long_request)
