@@ -9,6 +9,7 @@ import os
 
 import clikit
 from enginekit import wait_for, write_plan
+from heldkit import step_of
 from tuikit import drive, notices, until
 
 from eagle_console.processes import alive
@@ -39,7 +40,7 @@ def supervisor_gone(plan, state) -> None:
     journal: a journal truncated under it was written back whole by its last checkpoint (.ci/run of aea83ac:
     `status` then read the history, "completed"). The test is of a journal truncated when nothing holds it."""
     doc = json.loads(cli(plan, "status", "--json", state=state).stdout)
-    pid = next(s for ph in doc["phases"] for s in ph["steps"] if s["id"] == "0.1")["run"]["supervisor_pid"]
+    pid = step_of(doc, "0.1")["run"]["supervisor_pid"]
     wait_for(lambda: not alive(pid), timeout=30)
 
 
