@@ -7,7 +7,11 @@ many."""
 
 from __future__ import annotations
 
+import os
+import secrets
 import socket
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -85,12 +89,60 @@ def test_a_process_never_gets_one_port_twice(tmp_path: Path):
             s.bind(("127.0.0.1", port))
 
 
+def _four_free_ports_of_this_worker(monkeypatch) -> int:
+    """The first of four free ports in a row from this worker's own slice, this process's memory of what
+    it picked cleared. A range inside the kernel's (41000-41003 once) failed CI: another worker's outgoing
+    connection, or its 60 s TIME_WAIT, held one of the four."""
+    monkeypatch.setattr(ports, "_given", set())
+    low, high = map(int, worker_ports(os.environ.get("PYTEST_XDIST_WORKER"),
+                                      os.environ.get("PYTEST_XDIST_WORKER_COUNT")).split("-"))
+    for first in range(low + secrets.randbelow(high - low - 3), high - 3):
+        if all(ports._bindable(p) for p in range(first, first + 4)):
+            return first
+    raise AssertionError(f"no four free ports in a row in {low}-{high}")
+
+
 def test_the_operators_range_confines_every_pick(monkeypatch):
-    monkeypatch.setenv(ports.ENV, "41000-41003")
+    first = _four_free_ports_of_this_worker(monkeypatch)
+    chosen = f"{first}-{first + 3}"
+    monkeypatch.setenv(ports.ENV, chosen)
     picked = [ports.free_port() for _ in range(4)]
-    assert sorted(picked) == [41000, 41001, 41002, 41003]  # distinct, and every one of them in the range
-    with pytest.raises(OSError, match="no free port in EAGLE_CONSOLE_PORTS=41000-41003"):
+    assert sorted(picked) == list(range(first, first + 4))  # distinct, and every one of them in the range
+    with pytest.raises(OSError, match=f"no free port in EAGLE_CONSOLE_PORTS={chosen}"):
         ports.free_port()  # never a port outside it
+
+
+def test_a_range_inside_the_kernels_never_gives_a_port_an_outgoing_connection_holds(monkeypatch):
+    """What made the old test fail: the local port of a connection, live or in TIME_WAIT, is not free."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", ports.free_port()))
+        server.listen(1)
+        client = socket.create_connection(server.getsockname())
+        held = client.getsockname()[1]
+        monkeypatch.setenv(ports.ENV, f"{held}-{held}")
+        with pytest.raises(OSError, match="no free port"):
+            ports.free_port()
+        client.close()  # closed first: TIME_WAIT on the client's side
+        with pytest.raises(OSError, match="no free port"):
+            ports.free_port()
+
+
+def test_a_port_its_last_server_closed_connections_on_is_free_to_the_next(monkeypatch):
+    """An operator's one-port range, the demo's server restarted within a minute: the old server closed
+    its connections first, they wait out TIME_WAIT on its port; a server binding as SGLang and our
+    simulated one do (SO_REUSEADDR) takes the port, so free_port must give it, not "no free port"."""
+    first = _four_free_ports_of_this_worker(monkeypatch)
+    old = ThreadingHTTPServer(("127.0.0.1", first), SimpleHTTPRequestHandler)  # allow_reuse_address
+    threading.Thread(target=old.serve_forever, daemon=True).start()
+    with socket.create_connection(("127.0.0.1", first)) as c:  # HTTP/1.0: the server closes first
+        c.sendall(b"HEAD / HTTP/1.0\r\n\r\n")
+        while c.recv(4096):
+            pass
+    old.shutdown()
+    old.server_close()
+    monkeypatch.setenv(ports.ENV, f"{first}-{first}")
+    assert ports.free_port() == first
+    ThreadingHTTPServer(("127.0.0.1", first), SimpleHTTPRequestHandler).server_close()  # and it binds
 
 
 def test_a_range_that_is_not_low_high_is_said_and_ignored(monkeypatch, capsys):
