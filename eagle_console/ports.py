@@ -31,6 +31,12 @@ TRIES = 64
 ENV = "EAGLE_CONSOLE_PORTS"
 GIVEN_MAX = 4096  # then forgotten: a process that picked this many has long bound (or dropped) the first ones
 
+
+class NoFreePort(OSError):
+    """Every port of the operator's EAGLE_CONSOLE_PORTS is taken: the machine's state, said as such (never
+    an "internal error"), and nothing picked outside the range."""
+
+
 _given: set[int] = set()
 _warned: set[str] = set()
 _lock = threading.Lock()
@@ -83,7 +89,9 @@ def _pick(range_file: Path) -> int:
                      *range(start, high + 1), *range(low, start)]:
             if port not in _given and _bindable(port):
                 return port
-        raise OSError(f"no free port in {ENV}={low}-{high}")
+        raise NoFreePort(f"no free port in {ENV}={low}-{high}: each is listened on or held by a connection "
+                         f"(ss -tanp 'sport >= :{low} and sport <= :{high}' says by what); free one or widen "
+                         "the range")
     span = ephemeral_range(range_file)[0] - FLOOR
     if span > 0:  # a host that opened its whole port space to outgoing connections leaves no room: bind 0
         for _ in range(TRIES):

@@ -14,6 +14,7 @@ import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import clikit
 import pytest
 from conftest import worker_ports
 
@@ -160,3 +161,19 @@ def test_each_test_worker_draws_from_a_range_of_its_own():
     assert all(slices[i][1] < slices[i + 1][0] for i in range(len(slices) - 1)), slices
     assert slices[0][0] == ports.FLOOR and slices[-1][1] < ports.ephemeral_range()[0]
     assert worker_ports(None, None) == f"{ports.FLOOR}-32767"
+
+
+def test_a_demo_whose_range_is_all_taken_says_so_and_builds_nothing(monkeypatch, tmp_path: Path):
+    """Every port of the operator's range listened on (a demo's server still up): said with what to do,
+    exit 1, and before the simulated node or its orphans exist — it was "internal error: OSError", exit 2,
+    after the whole node was built."""
+    first = _four_free_ports_of_this_worker(monkeypatch)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", first))
+        taken.listen(1)
+        env = {**os.environ, ports.ENV: f"{first}-{first}"}
+        done = clikit.run(["demo", "--dir", tmp_path / "demo", "--no-tui"], env=env, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert f"no free port in EAGLE_CONSOLE_PORTS={first}-{first}" in done.stderr
+    assert "ss -tanp" in done.stderr and "internal error" not in done.stderr
+    assert not (tmp_path / "demo").exists()

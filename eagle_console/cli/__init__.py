@@ -18,6 +18,7 @@ from eagle_console.cli import color
 from eagle_console.cli.common import CliError
 from eagle_console.journal.faults import JournalError
 from eagle_console.node import selfmark
+from eagle_console.ports import NoFreePort
 
 # Each module exposes `register(subparsers)`, adding its commands with `set_defaults(func=...)`.
 COMMAND_MODULES = (
@@ -215,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"eagle-console: {exc}", file=sys.stderr)
         return exc.code
     except JournalError as exc:  # the file named, and what to do
+        print(f"eagle-console: {exc}", file=sys.stderr)
+        return 1
+    except NoFreePort as exc:  # the operator's range, all taken: what to do, not an internal error
         print(f"eagle-console: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -113,6 +113,7 @@ def build_demo(root: Path, orphans: int = 2, port: int | None = None, container:
     from eagle_console.sim import drafters, gpustate
     from eagle_console.sim import orphans as sim_orphans
 
+    port = port or free_port()  # first: a range all taken stops the demo before it builds anything
     root = Path(root).resolve()
     root.mkdir(parents=True, exist_ok=True)
     stop_leftovers(root)
@@ -129,7 +130,7 @@ def build_demo(root: Path, orphans: int = 2, port: int | None = None, container:
     plan_path.parent.mkdir(exist_ok=True)
     python_cmd = f"{sys.executable} -m eagle_console.sim.sglang_server"
     # own_entry: a source checkout, not installed: the demo's steps run this package's sim, so say where it is
-    plan_path.write_text(plan_for(str(root), python_cmd, port or free_port(), sys.executable, own_entry()))
+    plan_path.write_text(plan_for(str(root), python_cmd, port, sys.executable, own_entry()))
     if orphans:
         sim_orphans.leave_orphans(root / "sim", orphans)
     return plan_path
