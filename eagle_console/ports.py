@@ -112,10 +112,31 @@ def _bindable(port: int) -> bool:
     sglang/srt/utils, the simulated server's `allow_reuse_address`, asyncio's `create_server` on Linux). A
     port whose last server closed its connections first stays in TIME_WAIT for 60 s; they bind it, a bare
     bind does not, and a one-port EAGLE_CONSOLE_PORTS read "no free port" after a restart."""
-    with socket.socket() as s:
+    return _bind_error(socket.AF_INET, ("127.0.0.1", port)) is None
+
+
+def cannot_listen(host: str, port: int) -> OSError | None:
+    """Why a server could not listen on host:port (in use, not this machine's address, a port below 1024),
+    tried as asyncio's `create_server` (aiohttp, textual-serve) binds; None when it can. Said before a server
+    prints its URL, not as its internal error after."""
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        return exc
+    for family, _type, _proto, _name, addr in infos:
+        error = _bind_error(family, addr)
+        if error is not None:
+            return error
+    return None
+
+
+def _bind_error(family: int, addr: tuple) -> OSError | None:
+    with socket.socket(family, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:  # as asyncio: each family its own socket
+            s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
         try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
+            s.bind(addr)
+        except OSError as exc:
+            return exc
+    return None

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
+import clikit
 import httpkit
 import pytest
 from servekit import TOKEN, served
@@ -138,3 +140,22 @@ def test_each_tab_runs_the_tui_with_the_same_options(tmp_path: Path) -> None:
                     "--sim", str(tmp_path / "sim"), "--state-dir", str(tmp_path / "st")]
     plain = argparse.Namespace(readonly=False, sim=None, state_dir=None)
     assert "--readonly" not in console_command(plain, tmp_path / "p.toml")
+
+
+def test_a_port_another_process_listens_on_is_said_before_any_url(plan: Path) -> None:
+    """The default 8000 is often another server's on a GPU node: it printed the URL as if it served, then
+    `internal error: OSError: [Errno 98] …`. Now one line that says so and how to see by whom, exit 1; an
+    address not this machine's the same way."""
+    pytest.importorskip("textual_serve", reason="the `serve` extra is not installed")
+    port = free_port()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", port))
+        taken.listen(1)
+        out = clikit.run(["serve", plan, "--port", port], timeout=60)
+    assert out.returncode == 1, out.stderr
+    assert "token=" not in out.stdout and "internal error" not in out.stderr
+    assert f"cannot listen on 127.0.0.1:{port}: another process listens there (ss -ltnp 'sport = :{port}'" \
+        in out.stderr
+    out = clikit.run(["serve", plan, "--host", "192.0.2.1", "--port", port], timeout=60)  # TEST-NET-1
+    assert out.returncode == 1 and "token=" not in out.stdout
+    assert f"cannot listen on 192.0.2.1:{port}: Cannot assign requested address" in out.stderr

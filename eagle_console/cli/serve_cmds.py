@@ -7,6 +7,7 @@ unless `--host` says otherwise (eagle_console/serve/access.py says why).
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import shlex
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eagle_console.cli.common import CliError, add_sim, add_state_dir, load_plan, sim_dir
+from eagle_console.ports import cannot_listen
 from eagle_console.serve import TOKEN_ENV
 
 if TYPE_CHECKING:
@@ -114,8 +116,27 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     plan_path = Path(args.plan).resolve()
     load_plan(plan_path, args.state_dir)  # a bad plan fails here, not in every browser tab
+    refused = cannot_listen(access.host, args.port)  # before the URL is printed as if it served
+    if refused is not None:
+        raise CliError(listen_refusal(access.host, args.port, refused), code=1)
     server = ConsoleServer(console_command(args, plan_path), access=access, port=args.port,
                            title=f"eagle-console {plan_path.name}", banner=banner(access, args.port, plan_path),
                            max_consoles=args.max_consoles)
-    server.serve()
+    try:
+        server.serve()
+    except OSError as exc:  # taken between the check and aiohttp's bind
+        if exc.errno not in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
+            raise
+        raise CliError(listen_refusal(access.host, args.port, exc), code=1) from None
     return 0
+
+
+def listen_refusal(host: str, port: int, error: OSError) -> str:
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    if error.errno == errno.EADDRINUSE:
+        return (f"cannot listen on {where}: another process listens there (ss -ltnp 'sport = :{port}' says "
+                "which); give another port with --port")
+    if error.errno == errno.EACCES:
+        return f"cannot listen on {where}: ports below 1024 need root; give --port 1024 or above"
+    reason = error.strerror or str(error)
+    return f"cannot listen on {where}: {reason} (is --host an address of this machine?)"
