@@ -136,7 +136,7 @@ def listen_refusal(host: str, port: int, error: OSError) -> str:
     if error.errno == errno.EADDRINUSE:
         return (f"cannot listen on {where}: another process listens there (ss -ltnp 'sport = :{port}' says "
                 "which); give another port with --port")
-    if error.errno == errno.EACCES:
+    if error.errno == errno.EACCES and port < 1024:
         return f"cannot listen on {where}: ports below 1024 need root; give --port 1024 or above"
     reason = error.strerror or str(error)
     return f"cannot listen on {where}: {reason} (is --host an address of this machine?)"
