@@ -117,8 +117,8 @@ def _bindable(port: int) -> bool:
 
 def cannot_listen(host: str, port: int) -> OSError | None:
     """Why a server could not listen on host:port (in use, not this machine's address, a port below 1024),
-    tried as asyncio's `create_server` (aiohttp, textual-serve) binds; None when it can. Said before a server
-    prints its URL, not as its internal error after."""
+    tried as asyncio's `create_server` (the browser console's server) binds; None when it can. Said before
+    a server prints its URL, not as its internal error after."""
     try:
         infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as exc:
