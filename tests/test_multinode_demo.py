@@ -5,6 +5,7 @@ starts a local Ray cluster (one raylet per node, each with its node's sim dir) a
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -27,6 +28,19 @@ def processes_of(root) -> list[int]:
         except (psutil.Error, TypeError):
             continue
     return out
+
+
+def described(pids: list[int]) -> str:
+    """Which Ray processes were left, and whose: what the failure needs to be read (CI once saw only a pid)."""
+    lines = []
+    for pid in pids:
+        try:
+            p = psutil.Process(pid)
+            lines.append(f"{pid} (parent {p.ppid()}, session {os.getsid(pid)}, {p.status()}): "
+                         f"{' '.join(p.cmdline())[:200]}")
+        except (psutil.Error, OSError):
+            lines.append(f"{pid}: gone since")
+    return "\n".join(lines)
 
 
 def test_demo_nodes_builds_two_sim_nodes_and_their_plan(tmp_path):
@@ -96,4 +110,4 @@ def test_ctrl_c_while_the_cluster_starts_leaves_no_ray_process(tmp_path, sig):
             proc.kill()
         stop_node_leftovers(tmp_path)
     assert proc.returncode != 0 and "plan:" not in out
-    assert processes_of(tmp_path) == []
+    assert processes_of(tmp_path) == [], described(processes_of(tmp_path))
