@@ -123,7 +123,7 @@ def test_a_range_inside_the_kernels_never_gives_a_port_an_outgoing_connection_ho
         monkeypatch.setenv(ports.ENV, f"{held}-{held}")
         with pytest.raises(OSError, match="no free port"):
             ports.free_port()
-        client.close()  # closed first: TIME_WAIT on the client's side
+        client.close()  # closed first: the port stays held (FIN-WAIT-2, then TIME_WAIT for 60 s)
         with pytest.raises(OSError, match="no free port"):
             ports.free_port()
 
