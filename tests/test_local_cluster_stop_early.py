@@ -21,6 +21,9 @@ from pathlib import Path
 from eagle_console.cluster import local
 
 root, marker, mode = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+# Ctrl+C as Python sets it up from a terminal: a suite run in the background (`.ci/run &`) starts this
+# with SIGINT ignored, and an ignored signal is not held but ignored (signals_held leaves it so)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 if mode == "held":  # the signal lands right after the spawn, before the node is recorded
     real = subprocess.Popen
     class Interrupted(real):
