@@ -165,8 +165,8 @@ def test_each_test_worker_draws_from_a_range_of_its_own():
 
 def test_a_demo_whose_range_is_all_taken_says_so_and_builds_nothing(monkeypatch, tmp_path: Path):
     """Every port of the operator's range listened on (a demo's server still up): said with what to do,
-    exit 1, and before the simulated node or its orphans exist — it was "internal error: OSError", exit 2,
-    after the whole node was built."""
+    exit 1, and before anything of the demo exists — it was "internal error: OSError", exit 2, after the
+    node's GPUs, drafters and model were built."""
     first = _four_free_ports_of_this_worker(monkeypatch)
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", first))
