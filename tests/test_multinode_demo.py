@@ -105,9 +105,13 @@ def test_ctrl_c_while_the_cluster_starts_leaves_no_ray_process(tmp_path, sig):
             time.sleep(0.1)
         proc.send_signal(getattr(signal, sig))
         out, _ = proc.communicate(timeout=60)
+        # the nodes' simulated orphans go with it too, as on quit (they were left holding their memory)
+        held = {n: [h.pid for h in gpustate.holders(tmp_path / "nodes" / n)] for n in ("a", "b")}
     finally:
         if proc.poll() is None:
             proc.kill()
         stop_node_leftovers(tmp_path)
     assert proc.returncode != 0 and "plan:" not in out
     assert processes_of(tmp_path) == [], described(processes_of(tmp_path))
+    assert held == {"a": [], "b": []}, out
+    assert "interrupted: stopped the local Ray cluster it was starting and 2 simulated processes" in out, out

@@ -92,6 +92,15 @@ def stopped_line(runs: list[str], processes: int, root: Path, before: str = "") 
     return f"{done}; its files stay in {root}"
 
 
+def interrupted_line(root: Path, before: str = "") -> str:
+    """A demo stopped while it builds or starts (Ctrl+C, SIGTERM, its terminal gone): the nodes' simulated
+    orphans go too, as on quit; they were left holding their memory. Said, since the exit is otherwise
+    silent."""
+    from eagle_console.demo.multinode import stop_node_leftovers
+
+    return "interrupted: " + stopped_line([], len(stop_node_leftovers(root)), root, before=before)
+
+
 def cmd_demo_nodes(args: argparse.Namespace, root: Path) -> int:
     """`demo --nodes N`: N sim nodes, a local Ray cluster of them (one raylet each) and a plan on it."""
     from eagle_console.cli.common import CliError
@@ -99,11 +108,18 @@ def cmd_demo_nodes(args: argparse.Namespace, root: Path) -> int:
 
     if args.container:
         raise CliError("demo: --container and --nodes do not go together yet")
+    # SIGTERM and SIGHUP (the ssh window closed, the tmux session killed) as Ctrl+C: what the demo started
+    # goes with it, from here on (on SIGHUP 26 Ray processes were left running)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
     try:
         print(f"building {args.nodes} simulated nodes in {root} …", flush=True)
         plan = build_nodes(root, args.nodes)
     except ValueError as exc:
         raise CliError(f"demo: {exc}") from None
+    except BaseException:
+        print(interrupted_line(root), flush=True)
+        raise
     start = cluster_starter()
     if start is None:
         print(f"plan:  {plan}\nnodes: {root / 'nodes'} (described in {root / 'nodes.json'})")
@@ -112,11 +128,11 @@ def cmd_demo_nodes(args: argparse.Namespace, root: Path) -> int:
         return 0 if args.no_tui else 2
     sims = {p.name: p for p in sorted((root / "nodes").iterdir())}
     print(f"starting a local Ray cluster: head on node {next(iter(sims))}, one raylet per other node …", flush=True)
-    # SIGTERM and SIGHUP (the ssh window closed, the tmux session killed) as Ctrl+C: the `finally` below runs,
-    # so the Ray processes go with the demo (on SIGHUP they were left running: 26 processes)
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
-    cluster = start(root=root, nodes=sims)  # stops itself again on Ctrl+C or a failure while starting
+    try:
+        cluster = start(root=root, nodes=sims)  # stops itself again on Ctrl+C or a failure while starting
+    except BaseException:
+        print(interrupted_line(root, "the local Ray cluster it was starting"), flush=True)
+        raise
     try:
         plan = write_plan(root, list(sims), cluster=cluster.address, token_path=cluster.token_path)
         print(f"plan:  {plan}\nRay:   {cluster.address} (dashboard {cluster.dashboard}; "
