@@ -31,7 +31,7 @@ def processes_of(root) -> list[int]:
 
 
 def described(pids: list[int]) -> str:
-    """Which Ray processes were left, and whose: what the failure needs to be read (CI once saw only a pid)."""
+    """Which Ray processes were left, and whose: what a failure needs to be read (CI once saw only a pid)."""
     lines = []
     for pid in pids:
         try:
