@@ -2,8 +2,7 @@
 
 Panes are mounted once and updated in place. One thread worker polls the journal (`last_event_id`, every
 250 ms) and the plan file (stat, every 500 ms) and posts messages; the handlers on the event loop own every
-widget change. Keys that change something go through `eagle_console.ops` in thread workers.
-"""
+widget change. Keys that change something go through `eagle_console.ops` in thread workers."""
 
 from __future__ import annotations
 
@@ -129,8 +128,9 @@ class ConsoleApp(App[int]):
 
     def _in_thread(self, fn: Any, *args: Any, group: str = "ops", exclusive: bool = False) -> None:
         """Run `fn(post, *args)` (a tui.workers function) in a thread worker; it answers with messages."""
-        self.run_worker(partial(fn, self.post_message, *args), thread=True, group=group, exclusive=exclusive,
-                        exit_on_error=False)
+        if self.is_running:  # not once stopped (Ctrl+C at start): no one cancels it, and exit waits for ever
+            self.run_worker(partial(fn, self.post_message, *args), thread=True, group=group,
+                            exclusive=exclusive, exit_on_error=False)
 
     # -- live: journal and plan file --------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from textual.worker import get_current_worker
+from textual.worker import WorkerState, get_current_worker
 
 from eagle_console.journal import EventKind, Refused
 from eagle_console.ops import notices
@@ -141,7 +141,9 @@ def poll(post: Post, ctx: ConsoleContext, last_id: int | None, state_dir_overrid
     next_plan_check = time.monotonic() + PLAN_POLL_S
     next_reconcile = time.monotonic()
     said_file_note: str | None = None
-    while not worker.is_cancelled:
+    # a worker whose task was cancelled without `cancel()` (its app's main task cancelled) reads CANCELLED
+    # but not is_cancelled: either ends the loop, or the thread outlives the app
+    while not worker.is_cancelled and worker.state is not WorkerState.CANCELLED:
         try:
             if ctx.journal is not journal:
                 journal, last_id = ctx.journal, None
