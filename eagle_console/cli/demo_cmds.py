@@ -32,10 +32,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="eagle-console-demo-"))
     if args.nodes != 1:
         return cmd_demo_nodes(args, root)
-    print(f"building the simulated node in {root} …", flush=True)
-    plan = build_demo(root, container=args.container)
     sim = root / "sim"
-    if args.no_tui:
+    if args.no_tui:  # built for the operator's own commands: its orphans stay
+        print(f"building the simulated node in {root} …", flush=True)
+        plan = build_demo(root, container=args.container)
         print(f"plan: {plan}\nsim:  {sim}\n")
         print("try:")
         print(f"  eagle-console gpus --sim {sim}")
@@ -45,10 +45,22 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return 0
     from eagle_console.cli.tui_cmds import open_console
 
+    exit_on_hangup()  # from the build on; the console asks its app to quit instead while it runs
+    plan = root.resolve() / "plans" / "demo.toml"
     try:
+        print(f"building the simulated node in {root} …", flush=True)
+        plan = build_demo(root, container=args.container)
         return open_console(plan, sim_dir=sim, runs_stop_on_quit=True)
     finally:
         print(stopped_line(*stop_demo(plan, root), root))
+
+
+def exit_on_hangup() -> None:
+    """SIGTERM and SIGHUP (the ssh window closed, the tmux session killed) end the demo as Ctrl+C does, so its
+    `finally` stops what it started: they killed it at once, and its simulated processes (26 Ray processes
+    for two nodes) ran on."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
 
 
 def stop_demo(plan: Path, root: Path) -> tuple[list[str], int]:
@@ -108,10 +120,7 @@ def cmd_demo_nodes(args: argparse.Namespace, root: Path) -> int:
 
     if args.container:
         raise CliError("demo: --container and --nodes do not go together yet")
-    # SIGTERM and SIGHUP (the ssh window closed, the tmux session killed) as Ctrl+C: what the demo started
-    # goes with it, from here on (on SIGHUP 26 Ray processes were left running)
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
+    exit_on_hangup()  # what the demo starts goes with it, from here on
     try:
         print(f"building {args.nodes} simulated nodes in {root} …", flush=True)
         plan = build_nodes(root, args.nodes)

@@ -7,9 +7,12 @@ command (cli/demo_cmds.py) builds its node and plan, then calls `open_console` t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import os
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from eagle_console.cli.common import CliError, add_sim, add_state_dir, load_plan, open_journal
@@ -77,7 +80,8 @@ def _run_console(plan_path: str | os.PathLike[str], *, state_dir: str | None, re
     app = make_app(plan, journal, readonly=readonly, sim_dir=sim_dir,
                    state_dir_override=Path(override) if override else None, runs_stop_on_quit=runs_stop_on_quit)
     headless = bool(os.environ.get(EXIT_AFTER_FIRST_PAINT))  # the startup benchmark runs without a terminal
-    code = app.run(headless=headless)
+    with hangup_quits(app) if runs_stop_on_quit else contextlib.nullcontext():
+        code = app.run(headless=headless)
     crashed = app.return_code not in (None, 0)  # Textual sets 1 when the App died of an exception
     if app.first_paint is not None:
         fp = app.first_paint
@@ -91,3 +95,27 @@ def _run_console(plan_path: str | os.PathLike[str], *, state_dir: str | None, re
               f"{type(reason).__name__ + ': ' + str(reason) if reason else 'see above'}", file=sys.stderr)
         return app.return_code or 1
     return int(code or 0)
+
+
+@contextlib.contextmanager
+def hangup_quits(app) -> Iterator[None]:  # noqa: ANN001 - the ConsoleApp (Textual is imported late)
+    """For the demo: SIGHUP (the ssh window closed, the tmux session killed) and SIGTERM quit the console
+    as `q` does, so the demo then stops its simulated processes; they killed it at once and left them. The
+    app is asked on its own loop: SystemExit raised inside the loop would leave its poller running."""
+    import asyncio
+
+    def quit_on(signum: int, _frame: object) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # before the app's loop runs, or after: end as the default would, but cleanly
+            raise SystemExit(128 + signum) from None
+        loop.call_soon_threadsafe(app.exit, 128 + signum)
+
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGHUP, signal.SIGTERM)}
+    for sig in before:
+        signal.signal(sig, quit_on)
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
