@@ -1,7 +1,7 @@
 """Ctrl+C while the console starts (the terminal is not in raw mode yet, so it is SIGINT): asyncio cancelled
 the app's main task, Textual cancelled its workers (none yet), and then the first frame's callback started
 the journal poller. Nothing cancelled that one: the process waited for its thread at exit for ever (found by
-hand: `eagle-console tui` sent SIGINT 0.35-0.39 s after its start hung in 5 of 18 tries, py-spy showing
+hand: `eagle-console tui` sent SIGINT 0.2-0.85 s after its start hung in 6 of 32 tries, py-spy showing
 asyncio's Runner.close waiting on the default executor and the poller's thread, its worker CANCELLED but
 not is_cancelled). Now nothing starts once the app has stopped running."""
 
