@@ -291,11 +291,10 @@ class MetricsWatch:
             start = self._window_start(latest)
             c1 = latest.scrape.counters
             c0 = start.scrape.counters if start is not None and start.scrape is not None else {}
-            if c0 and c1.get("verify_calls", 0) < c0.get("verify_calls", 0):
-                c0 = {}  # the server restarted: count from zero
-            elif c0 and c1.get("verify_calls", 0) - c0.get("verify_calls", 0) < alarms.MIN_VERIFY:
-                # too few in the window to say (the second reading, a quiet minute): the counts since the start
-                # say it, as the first reading did; judging none made a raised alarm blink out meanwhile
+            if c0 and c1.get("verify_calls", 0) - c0.get("verify_calls", 0) < alarms.MIN_VERIFY:
+                # fewer than none: the server restarted, count from zero; too few in the window to say (the
+                # second reading, a quiet minute): the counts since the start say it, as the first reading
+                # did (judging none made a raised alarm blink out meanwhile)
                 c0 = {}
             over = f"in the last {latest.t - start.t:.0f} s" if c0 and start is not None else "since the server started"
             counted = alarms.accept_length_one_counted(
