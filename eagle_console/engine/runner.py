@@ -110,8 +110,7 @@ class Engine:
             if run.job_id:  # a Ray job on a cluster node: its job says, not a local pid (cluster.jobs)
                 on_nodes.append(run)
                 continue
-            age = age_s(run.started, run.begun, now)
-            if run.node and age <= SUPERVISOR_START_GRACE_S:
+            if run.node and age_s(run.started, run.begun, now) <= SUPERVISOR_START_GRACE_S:
                 continue  # being submitted
             if not on_this_host(run.host):
                 continue  # its supervisor is another machine's (a shared state dir): that machine judges it
@@ -121,7 +120,7 @@ class Engine:
                 child = "still running" if alive(run.pid, run.pid_ctime) else "gone"
                 reason = (f"lost: its supervisor (pid {run.supervisor_pid}) died without recording an exit; "
                           f"the action (pid {run.pid}) is {child}")
-            elif age > SUPERVISOR_START_GRACE_S:
+            elif age_s(run.started, run.begun, now) > SUPERVISOR_START_GRACE_S:
                 reason = "lost: its supervisor never started"
             else:
                 continue
