@@ -27,20 +27,43 @@ def _default_range(monkeypatch):
     monkeypatch.delenv(ports.ENV, raising=False)
 
 
+@pytest.fixture
+def own_floor(monkeypatch) -> int:
+    """free_port's floor moved to the start of this worker's own slice: a test's range of a few ports above
+    the floor is then no other worker's (20000-20060 is the first worker's, whose servers listen there and
+    leave ports in TIME_WAIT)."""
+    low = int(worker_ports(os.environ.get("PYTEST_XDIST_WORKER"),
+                           os.environ.get("PYTEST_XDIST_WORKER_COUNT")).partition("-")[0])
+    monkeypatch.setattr(ports, "FLOOR", low)
+    return low
+
+
+def bound(port: int) -> socket.socket:
+    """A socket bound to 127.0.0.1:port the way the servers free_port picks for bind (SO_REUSEADDR: a port
+    in TIME_WAIT after its last server is theirs to take). A bare bind is refused such a port: the suite's
+    own servers leave many, and a test checking a pick with one failed (a README run, 20000-20060)."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind(("127.0.0.1", port))
+    except BaseException:
+        s.close()
+        raise
+    return s
+
+
 def test_the_port_is_free_and_outside_the_kernels_range_for_outgoing_connections():
     low, high = ports.ephemeral_range()
     picked = {ports.free_port() for _ in range(50)}
     assert all(ports.FLOOR <= p < low for p in picked), sorted(picked)
     assert len(picked) > 40  # drawn at random: two pickers at one moment rarely agree
-    with socket.socket() as s:  # free: a server can bind it
-        s.bind(("127.0.0.1", picked.pop()))
+    bound(picked.pop()).close()  # free: a server can bind it
 
 
 def test_an_outgoing_connection_never_gets_a_picked_port():
     """What took the port in CI: the local port of a connection lies in the ephemeral range."""
     low, high = ports.ephemeral_range()
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", ports.free_port()))
+    with bound(ports.free_port()) as server:
         server.listen(8)
         clients = [socket.create_connection(server.getsockname()) for _ in range(8)]
         try:
@@ -51,11 +74,10 @@ def test_an_outgoing_connection_never_gets_a_picked_port():
     assert all(low <= p <= high for p in local), local
 
 
-def test_a_taken_port_is_not_picked(tmp_path: Path):
+def test_a_taken_port_is_not_picked(tmp_path: Path, own_floor: int):
     """A range that leaves one candidate, taken by a listener: the pick falls back to the kernel's."""
     range_file = tmp_path / "range"
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", ports.FLOOR))
+    with bound(ports.FLOOR) as taken:
         taken.listen(1)
         range_file.write_text(f"{ports.FLOOR + 1}\t60999\n")
         port = ports.free_port(range_file)
@@ -66,9 +88,7 @@ def test_a_taken_port_is_not_picked(tmp_path: Path):
 def test_a_host_with_no_room_below_its_range_gets_the_kernels_pick(tmp_path: Path):
     range_file = tmp_path / "range"
     range_file.write_text("1024\t65535\n")
-    port = ports.free_port(range_file)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", port))
+    bound(ports.free_port(range_file)).close()
 
 
 def test_an_unreadable_range_is_linuxs_default(tmp_path: Path):
@@ -77,7 +97,7 @@ def test_an_unreadable_range_is_linuxs_default(tmp_path: Path):
     assert ports.ephemeral_range(tmp_path / "bad") == (32768, 60999)
 
 
-def test_a_process_never_gets_one_port_twice(tmp_path: Path):
+def test_a_process_never_gets_one_port_twice(tmp_path: Path, own_floor: int):
     """A local Ray cluster's start picks 16 ports (two nodes) before `ray start` binds any: independent draws
     from ~12,700 could give one port twice in up to ~1 % of starts, and that node failed to start. Here a
     range of 60 ports and 40 picks, nothing bound in between (independent draws: all distinct ~1 in 10^7)."""
@@ -86,8 +106,7 @@ def test_a_process_never_gets_one_port_twice(tmp_path: Path):
     picked = [ports.free_port(range_file) for _ in range(40)]
     assert len(set(picked)) == len(picked), sorted(picked)
     for port in picked:  # each still free: drawn from the range, or the kernel's pick once it is used up
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", port))
+        bound(port).close()
 
 
 def _four_free_ports_of_this_worker(monkeypatch) -> int:
@@ -115,8 +134,7 @@ def test_the_operators_range_confines_every_pick(monkeypatch):
 
 def test_a_range_inside_the_kernels_never_gives_a_port_an_outgoing_connection_holds(monkeypatch):
     """What made the old test fail: the local port of a connection, live or in TIME_WAIT, is not free."""
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", ports.free_port()))
+    with bound(ports.free_port()) as server:
         server.listen(1)
         client = socket.create_connection(server.getsockname())
         held = client.getsockname()[1]
@@ -168,8 +186,7 @@ def test_a_demo_whose_range_is_all_taken_says_so_and_builds_nothing(monkeypatch,
     exit 1, and before anything of the demo exists — it was "internal error: OSError", exit 2, after the
     node's GPUs, drafters and model were built."""
     first = _four_free_ports_of_this_worker(monkeypatch)
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", first))
+    with bound(first) as taken:
         taken.listen(1)
         env = {**os.environ, ports.ENV: f"{first}-{first}"}
         done = clikit.run(["demo", "--dir", tmp_path / "demo", "--no-tui"], env=env, timeout=60)
