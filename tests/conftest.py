@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from pathlib import Path
 
@@ -55,6 +56,20 @@ def worker_ports(worker: str | None, count: str | None) -> str:
     n, i = max(1, int(count)), int(worker.removeprefix("gw"))
     size = (high - low + 1) // n
     return f"{low + i * size}-{low + (i + 1) * size - 1}"
+
+
+def bound(port: int) -> socket.socket:
+    """A socket bound to 127.0.0.1:port the way the servers free_port picks for bind (SO_REUSEADDR: a port
+    in TIME_WAIT after its last server is theirs to take). A bare bind is refused such a port: the suite's
+    own servers leave many, and test_ports' check of a pick with one failed (a README run, 20000-20060)."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind(("127.0.0.1", port))
+    except BaseException:
+        s.close()
+        raise
+    return s
 
 
 def _remember_drafter_tensors() -> None:

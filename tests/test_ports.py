@@ -16,7 +16,7 @@ from pathlib import Path
 
 import clikit
 import pytest
-from conftest import worker_ports
+from conftest import bound, worker_ports
 
 from eagle_console import ports
 
@@ -36,20 +36,6 @@ def own_floor(monkeypatch) -> int:
                            os.environ.get("PYTEST_XDIST_WORKER_COUNT")).partition("-")[0])
     monkeypatch.setattr(ports, "FLOOR", low)
     return low
-
-
-def bound(port: int) -> socket.socket:
-    """A socket bound to 127.0.0.1:port the way the servers free_port picks for bind (SO_REUSEADDR: a port
-    in TIME_WAIT after its last server is theirs to take). A bare bind is refused such a port: the suite's
-    own servers leave many, and a test checking a pick with one failed (a README run, 20000-20060)."""
-    s = socket.socket()
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        s.bind(("127.0.0.1", port))
-    except BaseException:
-        s.close()
-        raise
-    return s
 
 
 def test_the_port_is_free_and_outside_the_kernels_range_for_outgoing_connections():

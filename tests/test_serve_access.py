@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 import clikit
 import httpkit
 import pytest
+from conftest import bound
 from servekit import TOKEN, served
 
 from eagle_console.ports import free_port
@@ -148,8 +148,7 @@ def test_a_port_another_process_listens_on_is_said_before_any_url(plan: Path) ->
     address not this machine's the same way."""
     pytest.importorskip("textual_serve", reason="the `serve` extra is not installed")
     port = free_port()
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", port))
+    with bound(port) as taken:  # a server on it, as servers bind (a port in TIME_WAIT is a free pick)
         taken.listen(1)
         out = clikit.run(["serve", plan, "--port", port], timeout=60)
     assert out.returncode == 1, out.stderr
