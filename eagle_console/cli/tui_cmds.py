@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from eagle_console.cli.common import CliError, add_sim, add_state_dir, load_plan, open_journal
+from eagle_console.cli.terminal_out import TerminalOut
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -80,8 +81,13 @@ def _run_console(plan_path: str | os.PathLike[str], *, state_dir: str | None, re
     app = make_app(plan, journal, readonly=readonly, sim_dir=sim_dir,
                    state_dir_override=Path(override) if override else None, runs_stop_on_quit=runs_stop_on_quit)
     headless = bool(os.environ.get(EXIT_AFTER_FIRST_PAINT))  # the startup benchmark runs without a terminal
-    with hangup_quits(app) if runs_stop_on_quit else contextlib.nullcontext():
-        code = app.run(headless=headless)
+    out = TerminalOut(sys.__stderr__)
+    sys.__stderr__ = out  # what Textual's driver writes the screen to (cli/terminal_out.py)
+    try:
+        with hangup_quits(app) if runs_stop_on_quit else contextlib.nullcontext():
+            code = app.run(headless=headless)
+    finally:
+        sys.__stderr__ = out.stream
     crashed = app.return_code not in (None, 0)  # Textual sets 1 when the App died of an exception
     if app.first_paint is not None:
         fp = app.first_paint
