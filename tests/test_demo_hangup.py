@@ -1,7 +1,8 @@
 """`eagle-console demo` when its terminal goes away (SIGHUP: the ssh window closed, the tmux session killed)
 or it is told to stop (SIGTERM): it stops its simulated processes and says so, as on `q`. It died of the
 signal at once (exit -1) and left its two orphaned workers running (found by hand); the multi-node demo
-already handled both (test_multinode_demo). Real processes and signals; stdout is a pipe, not a terminal."""
+already handled both (test_multinode_demo). Real processes and signals; stdout is a pipe, not a terminal,
+but for the last test's pty."""
 
 from __future__ import annotations
 
