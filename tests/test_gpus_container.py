@@ -128,3 +128,21 @@ def test_a_host_pid_equal_to_an_unrelated_local_pid_is_not_attributed_to_it(tmp_
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def test_a_kill_whose_gpus_were_unknown_says_only_the_gpus_that_gave_memory_back(container_sim):
+    """Two orphans of equal size on GPUs 3 and 5 in a container (the demo's `--container` node): NVML's host
+    pids cannot be paired with the local ones, so the kill watches every GPU. It then said all eight, six of
+    them "0 MiB" (`freed 12240 MiB (GPU 0: 0 MiB, GPU 1: 0 MiB, …)` in the K dialog, found by hand), as if it
+    had tried them; a GPU it only watched is said where memory came back."""
+    pids = leave_orphans(container_sim, 2, mib=6120.0, gpus=[3, 5])
+    try:
+        doc = json.loads(cli("orphans", "--json", "--sim", str(container_sim)).stdout)
+        assert {tuple(h["gpus"]) for h in doc["holders"] if h["pid"] in pids} == {()}  # unknown, as in the demo
+        out = cli("orphans", "--json", "--kill", "--yes", "--grace", "2s", "--sim", str(container_sim))
+        assert out.returncode == 0, out.stderr
+        killed = json.loads(out.stdout)
+        assert sorted(killed["killed"]) == sorted(pids) and killed["survivors"] == []
+        assert killed["freed_mib"] == {"3": 6120.0, "5": 6120.0}
+    finally:
+        _kill(pids)

@@ -252,11 +252,14 @@ def kill_holders(holders: list[Holder], *, backend: GpuBackend | None = None, gr
     # context, and a real driver drops a process from its lists before its memory leaves the used total;
     # in a container the lists hold host pids that never equal ours. So wait until the backend lists none
     # of them *and* each GPU's total fell by what the killed held there (or, not knowing it, stopped falling).
+    aimed = set(gpus)
     if any(not h.gpus for h in targets):  # a GPU unknown (foreign pids, every device file open): all of them
         gpus = sorted(before)
     expected = {g: sum((h.used_by_gpu or {}).get(g, 0.0) for h in targets if h.pid in dead) for g in gpus}
     after, listed = _released(backend, before, expected, set(dead), release_timeout)
-    freed = {str(g): round(max(0.0, before[g] - after.get(g, before[g])), 1) for g in gpus if g in before}
+    freed = {g: round(max(0.0, before[g] - after.get(g, before[g])), 1) for g in gpus if g in before}
+    # a GPU only watched because a target's was unknown is said where memory came back, not as "0 MiB"
+    freed = {str(g): mib for g, mib in freed.items() if mib > 0 or g in aimed}
     return {"killed": dead, "survivors": [p.pid for p in survivors], "freed_mib": freed, "refused": refused,
             "gone": gone_before}
 
