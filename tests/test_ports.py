@@ -27,13 +27,19 @@ def _default_range(monkeypatch):
     monkeypatch.delenv(ports.ENV, raising=False)
 
 
+def _this_workers_slice() -> tuple[int, int]:
+    """This xdist worker's own ports (conftest.worker_ports; the whole default range without xdist)."""
+    given = worker_ports(os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get("PYTEST_XDIST_WORKER_COUNT"))
+    low, high = given.split("-")
+    return int(low), int(high)
+
+
 @pytest.fixture
 def own_floor(monkeypatch) -> int:
     """free_port's floor moved to the start of this worker's own slice: a test's range of a few ports above
     the floor is then no other worker's (20000-20060 is the first worker's, whose servers listen there and
     leave ports in TIME_WAIT)."""
-    low = int(worker_ports(os.environ.get("PYTEST_XDIST_WORKER"),
-                           os.environ.get("PYTEST_XDIST_WORKER_COUNT")).partition("-")[0])
+    low = _this_workers_slice()[0]
     monkeypatch.setattr(ports, "FLOOR", low)
     return low
 
@@ -100,8 +106,7 @@ def _four_free_ports_of_this_worker(monkeypatch) -> int:
     it picked cleared. A range inside the kernel's (41000-41003 once) failed CI: another worker's outgoing
     connection, or its 60 s TIME_WAIT, held one of the four."""
     monkeypatch.setattr(ports, "_given", set())
-    low, high = map(int, worker_ports(os.environ.get("PYTEST_XDIST_WORKER"),
-                                      os.environ.get("PYTEST_XDIST_WORKER_COUNT")).split("-"))
+    low, high = _this_workers_slice()
     for first in range(low + secrets.randbelow(high - low - 3), high - 3):
         if all(ports._bindable(p) for p in range(first, first + 4)):
             return first
