@@ -25,6 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="what --kill signals: orphans (default), every holder with GPU memory, or --match")
     p.add_argument("--match", action="append", default=[], metavar="REGEX",
                    help="with --scope match: command lines to kill (repeatable)")
+    p.add_argument("--pid", action="append", type=int, default=None, metavar="PID",
+                   help="with --kill: only these GPU holders, whatever their class (repeatable); as root, "
+                        "another user's process is killed only when named here")
     p.add_argument("--include-tracked", action="store_true",
                    help="let --scope all/match kill processes of a live run too (its step fails)")
     p.add_argument("--yes", action="store_true", help="do not ask before killing")
@@ -124,7 +127,7 @@ def _confirm(question: str) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
-INCLUDE_TRACKED = Hints(include_tracked=": --include-tracked to kill it")
+INCLUDE_TRACKED = Hints(include_tracked=": --include-tracked to kill it", pick=": --kill --pid {pid}")
 
 
 def _print_holders(holders: list, refused: dict[int, str], error: str | None = None,
@@ -153,10 +156,14 @@ def cmd_orphans(args: argparse.Namespace) -> int:
     from eagle_console.node.gpus.unseen import unattributed_mib, unseen_notes
     from eagle_console.node.grace import GraceError, resolve_grace
     from eagle_console.node.kill import select_targets
-    from eagle_console.ops import kill, plan_kill, scan
+    from eagle_console.ops import kill, orphans_left, plan_kill, scan
 
     if args.match and args.scope != "match":
         raise CliError("--match needs --scope match")
+    if args.pid and not args.kill:
+        raise CliError("--pid needs --kill (the listing shows every holder)")
+    if args.pid and (args.scope != "orphans" or args.match):
+        raise CliError("--pid names the processes to kill: leave out --scope and --match")
     try:
         grace = resolve_grace(args.grace, "--grace")
         select_targets([], args.scope, args.match)  # a bad scope/regex is bad usage, before any scan
@@ -174,6 +181,7 @@ def cmd_orphans(args: argparse.Namespace) -> int:
         Engine(plan, journal).reconcile()
     doc: dict[str, Any] = {"holders": [], "gpus": [], "killed": [], "survivors": [], "freed_mib": {},
                            "error": None}
+    left: list[int] = []  # holders in the kill's scope it did not signal: their memory stays held
     address = _cluster_address(args, plan)
     try:
         if address:
@@ -188,25 +196,42 @@ def cmd_orphans(args: argparse.Namespace) -> int:
         with found:
             doc["error"] = found.error and cannot_read(found.backend_name, found.error)
             blind = found.unavailable  # no backend at all, as opposed to a backend with some queries failing
-            plan = plan_kill(found, args.scope, args.match, include_tracked=args.include_tracked)
+            if args.pid:
+                unknown = sorted(set(args.pid) - {h.pid for h in found.holders})
+                if unknown:
+                    raise CliError(f"not a GPU holder here: {' '.join(map(str, unknown))} "
+                                   "(`eagle-console orphans` lists the holders)")
+            plan = plan_kill(found, args.scope, args.match, include_tracked=args.include_tracked, pids=args.pid)
             targets, refused = plan.targets, plan.not_signalled(INCLUDE_TRACKED)
             doc["holders"] = [_holder_dict(h, refused.get(h.pid)) for h in found.holders]
             doc["gpus"] = [{"index": g.index, "memory_used_mib": g.memory_used_mib,
                             "unattributed_mib": unattributed_mib(g)} for g in found.sample.gpus]
             if not args.json:
                 _print_holders(found.holders, refused, found.error, unseen_notes(found.sample))
-            if args.kill and targets and (args.yes or _confirm(plan.question())):
+            out = sys.stderr if args.json else sys.stdout
+            if args.kill and targets and not plan.signalled:
+                left = [h.pid for h in plan.left]
+                print("nothing signalled" + (f": {_left_line(left)}" if left else " (why: above)"), file=out)
+            elif args.kill and targets and (args.yes or _confirm(plan.question())):
                 def say(msg: str) -> None:
-                    print(msg, file=sys.stderr if args.json else sys.stdout, flush=True)
+                    print(msg, file=out, flush=True)
 
-                record = kill(found, targets, grace=grace, scope=args.scope, face="cli", journal=journal, say=say)
+                record = kill(found, targets, grace=grace, scope=plan.scope, face="cli", journal=journal, say=say,
+                              picked=plan.picked)
                 doc.update(killed=record.killed, survivors=record.survivors, freed_mib=record.freed_mib)
+                left = [h.pid for h in orphans_left(targets, (r["pid"] for r in record.refused))]
                 if not args.json:
                     print(f"killed {record.killed}, survivors {record.survivors}, freed MiB {record.freed_mib}")
+                if left:
+                    print(f"not signalled: {_left_line(left)}", file=out)
     finally:
         if journal is not None:
             journal.close()
-    return _finish(args, doc, blind)
+    return _finish(args, doc, blind, left)
+
+
+def _left_line(pids: list[int]) -> str:
+    return f"{' '.join(map(str, pids))} (why: above): their GPU memory stays in use"
 
 
 def _plan(args: argparse.Namespace) -> Any:
@@ -253,9 +278,10 @@ def _holder_dict(h: Any, refused: str | None) -> dict[str, Any]:
     return d
 
 
-def _finish(args: argparse.Namespace, doc: dict[str, Any], blind: bool) -> int:
+def _finish(args: argparse.Namespace, doc: dict[str, Any], blind: bool, left: list[int] | None = None) -> int:
     """Exit status: a listing succeeded once it printed what it saw and why it could not see more (0);
-    a kill failed (1) if it was blind (`blind`: no GPU backend), left survivors, or failed on a node."""
+    a kill failed (1) if it was blind (`blind`: no GPU backend), left survivors, did not signal a holder in
+    its scope (`left`: another user's orphan), or failed on a node."""
     if args.json:
         print_json(doc)
     elif doc["error"]:  # once, on stderr: the listing above may miss holders, and a kill did nothing
@@ -265,4 +291,4 @@ def _finish(args: argparse.Namespace, doc: dict[str, Any], blind: bool) -> int:
         return 0
     nodes = doc.get("nodes") or {}
     node_failed = any(isinstance(e, dict) and (e.get("survivors") or e.get("error")) for e in nodes.values())
-    return 1 if doc["survivors"] or blind or node_failed or isinstance(nodes.get("error"), str) else 0
+    return 1 if doc["survivors"] or left or blind or node_failed or isinstance(nodes.get("error"), str) else 0

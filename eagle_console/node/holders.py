@@ -51,6 +51,9 @@ class HolderScan:
     backend: GpuBackend = field(repr=False)
     supervisors: frozenset[int] = frozenset()  # live supervisors the journal recorded: never signalled
     sample: NodeSample | None = field(default=None, repr=False)  # what the holders were read against
+    # refused only because another user's, which root may still signal by picking each one (K's space,
+    # `orphans --kill --pid`): never preselected, never in a scope's kill
+    pickable: frozenset[int] = frozenset()
 
     @property
     def unavailable(self) -> bool:
@@ -83,11 +86,14 @@ def scan(sim_dir: Path | None, journal: Journal | None = None,
         for h in reading.holders:
             h.same_session = h.in_namespace and in_console_session(h, protected)
         refused = {h.pid: why for h in reading.holders if (why := refusal(h, (), protected))}
+        pickable = frozenset(h.pid for h in reading.holders
+                             if h.pid in refused and refusal(h, (h.pid,), protected) is None)
     except BaseException:
         reader.close()
         raise
     sample = reading.sample
-    return HolderScan(reading.holders, refused, sample.backend, sample.error, reader.backend, supervisors, sample)
+    return HolderScan(reading.holders, refused, sample.backend, sample.error, reader.backend, supervisors, sample,
+                      pickable)
 
 
 # ---- what to kill -------------------------------------------------------------------------------------------
@@ -204,6 +210,14 @@ def selection_scope(found: HolderScan, pids: Iterable[int]) -> str:
     return "orphans" if set(pids) == preselected(found) else SELECTED
 
 
+def orphans_left(targets: Iterable[Holder], refused: Iterable[int]) -> list[Holder]:
+    """The orphans among a kill's `targets` that it did not signal (`refused` pids): another user's, another
+    PID namespace's. Their memory stays held, so the kill did not do its job; the other holders it spares
+    (the console, its ancestors, a live job of its terminal) it spares by design, and no orphan is one."""
+    pids = set(refused)
+    return [h for h in targets if h.pid in pids and h.cls == "orphan"]
+
+
 def memory_by_gpu(holders: Iterable[Holder]) -> dict[int, float]:
     out: dict[int, float] = {}
     for h in holders:
@@ -223,8 +237,9 @@ def tracked_note(h: Holder) -> str:
 def kill(found: HolderScan, targets: list[Holder], *, grace: float, scope: str, face: str,
          journal: Journal | None, step_id: str | None = None, run_id: int | None = None,
          sig: int = signal.SIGTERM, progress: Progress | None = None,
-         say: Callable[[str], None] | None = None) -> KillRecord:
-    """Signal `targets` (SIGTERM, grace, SIGKILL), wait for their memory, and journal the record.
+         say: Callable[[str], None] | None = None, picked: Iterable[int] = ()) -> KillRecord:
+    """Signal `targets` (SIGTERM, grace, SIGKILL), wait for their memory, and journal the record. `picked`:
+    the pids the operator chose one by one (root's pick of another user's process; `HolderScan.pickable`).
 
     Without a journal (the CLI with no plan, a cluster node's agent) the kill happens and is only returned.
     """
@@ -233,7 +248,7 @@ def kill(found: HolderScan, targets: list[Holder], *, grace: float, scope: str, 
     if face not in FACES and not face.startswith(AGENT_PREFIX):  # an agent's kill, once a person approved it
         raise ValueError(f"face must be one of {', '.join(FACES)} or agent:<client>, not {face!r}")
     report = kill_holders(targets, backend=found.backend, grace=grace, sig=sig, progress=progress, say=say,
-                          consoles=found.supervisors)
+                          consoles=found.supervisors, explicit=picked)
     record = KillRecord(who=current_operator(), scope=scope, face=face, step_id=step_id, run_id=run_id,
                         killed=report["killed"], survivors=report["survivors"], gone=report["gone"],
                         refused=report["refused"], freed_mib=report["freed_mib"])

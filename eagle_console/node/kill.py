@@ -134,7 +134,7 @@ def refusal(h: Holder, explicit: Iterable[int] = (), protected: Protection | Non
         if os.geteuid() != 0:
             return f"belongs to {h.user}"
         if h.pid not in set(explicit):
-            return f"belongs to {h.user} (as root, select it explicitly)"
+            return f"belongs to {h.user} (root kills it only when picked)"
     return None
 
 

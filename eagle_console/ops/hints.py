@@ -19,6 +19,7 @@ class Hints(NamedTuple):
     rollback: str = ""  # after "roll the step back" (a run refused while a lost run's action still runs)
     approve: str = ""  # after "approve or deny it" (a request waiting for a person: ops/approvals.py)
     include_tracked: str = ""  # after "tracked by step X" (a live run's process a kill set aside)
+    pick: str = ""  # after "belongs to U (as root, …)": how root picks that process; {pid} is its pid
 
 
 NEUTRAL = Hints()

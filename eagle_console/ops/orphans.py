@@ -22,6 +22,7 @@ from eagle_console.node.holders import KillArgs, targets
 from eagle_console.node.holders import choose as choose
 from eagle_console.node.holders import kill as kill
 from eagle_console.node.holders import memory_by_gpu as memory_by_gpu
+from eagle_console.node.holders import orphans_left as orphans_left
 from eagle_console.node.holders import preselect as preselect
 from eagle_console.node.holders import preselected as preselected
 from eagle_console.node.holders import scan as scan
@@ -47,22 +48,34 @@ class KillPlan:
     targets: list[Holder]
     tracked: list[Holder]
     refused: dict[int, str]
+    pickable: frozenset[int] = frozenset()  # refused, but root may pick them (HolderScan.pickable)
+    picked: tuple[int, ...] = ()  # the operator's own pick, by pid: root's pick lifts `pickable` refusals
 
     def not_signalled(self, hints: Hints = NEUTRAL) -> dict[int, str]:
         """pid -> why it is not signalled: a live run's process (with the face's way to include it), or a
-        refusal."""
+        refusal (with the face's way for root to pick it, where root may)."""
         aside = {h.pid: f"tracked by step {h.owner}{hints.include_tracked}" for h in self.tracked}
-        return {**aside, **self.refused}
+        refused = {pid: why + (hints.pick.format(pid=pid) if pid in self.pickable else "")
+                   for pid, why in self.refused.items()}
+        return {**aside, **refused}
 
     @property
     def signalled(self) -> list[Holder]:
         """The targets the kill will signal (those it refuses are left out)."""
         return [h for h in self.targets if h.pid not in self.refused]
 
+    @property
+    def left(self) -> list[Holder]:
+        """The orphans in scope the kill will not signal: it leaves their memory held."""
+        return orphans_left(self.targets, self.refused)
+
     def question(self) -> str:
-        """`send SIGTERM to 2 orphan(s) (123 456)?`: what a face asks before it kills."""
+        """`send SIGTERM to 2 orphan(s) (123 456)?`: what a face asks before it kills. It names only those it
+        will signal (another user's orphan was counted in, and then not signalled)."""
         what = "orphan(s)" if self.scope == "orphans" else "process(es)"
-        return f"send SIGTERM to {len(self.targets)} {what} ({' '.join(str(h.pid) for h in self.targets)})?"
+        signalled, left = self.signalled, [h for h in self.targets if h.pid in self.refused]
+        rest = f" ({len(left)} more not signalled, said above)" if left else ""
+        return f"send SIGTERM to {len(signalled)} {what} ({' '.join(str(h.pid) for h in signalled)}){rest}?"
 
     def preview(self, grace: str, command: Any = None) -> list[str]:
         """The kill described before it runs: its scope and grace, each process it signals with its memory,
@@ -87,12 +100,18 @@ class KillPlan:
 
 
 def plan_kill(found: HolderScan, scope: str = "orphans", match: Iterable[str] = (),
-              gpus: Iterable[int] | None = None, include_tracked: bool = True) -> KillPlan:
+              gpus: Iterable[int] | None = None, include_tracked: bool = True,
+              pids: Iterable[int] | None = None) -> KillPlan:
     """The plan of a kill in `scope` over `found` (`orphans --kill` sets a live run's processes aside unless
-    told to include them; a gpu.kill step and its preview include them, as the step's kill does)."""
-    chosen = targets(found.holders, scope, match, gpus, include_tracked=include_tracked)
+    told to include them; a gpu.kill step and its preview include them, as the step's kill does). `pids`:
+    the operator's pick instead of a scope, which as root may take another user's processes."""
+    picked = tuple(pids) if pids is not None else ()
+    if pids is not None:
+        scope = SELECTED
+    chosen = targets(found.holders, scope, match, gpus, pids=pids, include_tracked=include_tracked)
+    refused = {pid: why for pid, why in found.refused.items() if not (pid in picked and pid in found.pickable)}
     return KillPlan(scope, tuple(match), list(gpus) if gpus is not None else None, chosen.chosen, chosen.tracked,
-                    dict(found.refused))
+                    refused, found.pickable, picked)
 
 
 def kill_preview(args: Mapping[str, Any], sim_dir: Path | None, journal: Journal, command: Any = None) -> str:

@@ -84,6 +84,11 @@ class GpuKill(Builtin):
             ctx.result(f"freed_mib_gpu{gpu}", mib)
         if record.survivors:
             raise BuiltinError(f"still alive after SIGKILL: {record.survivors}")
+        why = {r["pid"]: r["reason"] for r in record.refused}
+        left = kills.orphans_left(targets, why)
+        if left:  # another user's orphan, another namespace's: in scope, never signalled, its memory still held
+            raise BuiltinError("orphans not signalled, their GPU memory stays in use: "
+                               + "; ".join(f"{h.pid} ({why[h.pid]})" for h in left))
         return 0
 
     @staticmethod

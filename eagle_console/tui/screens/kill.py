@@ -4,8 +4,10 @@ then SIGTERM → grace countdown → SIGKILL in a worker, and the result (killed
 The scan, the kill plan's preselection and the kill (ops: ops/orphans.py) run in thread workers; the countdown comes back through `call_from_thread`.
 Holders that `kill.refusal` protects (PID 1, the console and its ancestors, every eagle-console process,
 the console's session, other users, other PID namespaces) are shown with the reason and cannot be
-selected. A selection with a tracked process (a live run's server) asks a second question naming the
-step; only `y` answers it, Enter alone keeps the selection and kills nothing.
+selected, but for another user's process when the console runs as root: it is never preselected, and
+selecting it by hand is root's pick (`HolderScan.pickable`). A selection with a tracked process (a live
+run's server) asks a second question naming the step; only `y` answers it, Enter alone keeps the selection
+and kills nothing.
 """
 
 from __future__ import annotations
@@ -89,6 +91,7 @@ class KillScreen(Dialog[KillRecord | None]):
         # every row in table order: (node, holder), node None for this machine's (cluster nodes: ctx.plan.cluster)
         self.rows: list[tuple[str | None, Holder]] = []
         self.refused_rows: dict[str, str] = {}  # row_key -> why it cannot be signalled
+        self.pickable_rows: set[str] = set()  # refused rows root may still select by hand (another user's)
         self.selected: set[str] = set()  # row keys
         self.report: KillRecord | None = None
         self._found: HolderScan | None = None
@@ -176,6 +179,7 @@ class KillScreen(Dialog[KillRecord | None]):
         note = found.error if found.unavailable else None
         self.rows = [(None, h) for h in holders]
         self.refused_rows = {row_key(None, pid): why for pid, why in refused.items()}
+        self.pickable_rows = {row_key(None, pid) for pid in found.pickable}
         self.selected = {row_key(None, pid) for pid in preselected(found)}
         unreachable = []
         here = self.ctx.this_node(nodes or [])
@@ -201,7 +205,11 @@ class KillScreen(Dialog[KillRecord | None]):
         room = self._command_cells(cells)
         for (_node, h), (key, gpus, mib, cls, owner) in zip(self.rows, cells, strict=True):
             why = self.refused_rows.get(key)
-            cmd = ellipsise(f"✗ {why} · {holder_command(h, room)}" if why else holder_command(h, room), room)
+            if why and key in self.pickable_rows:
+                why = f"{why}: space picks it"
+            elif why:
+                why = f"✗ {why}"
+            cmd = ellipsise(f"{why} · {holder_command(h, room)}" if why else holder_command(h, room), room)
             style = tstyle("ec.error.bold") if h.cls == "orphan" else "dim" if why else ""
             table.add_row(self._mark(key), Text(key, style=style), gpus, mib, Text(cls, style=style),
                           Text(owner), Text(cmd, style=style), key=key)
@@ -240,7 +248,7 @@ class KillScreen(Dialog[KillRecord | None]):
         return max(20, dialog - sum(widths) - 2 * (len(widths) + 1) - scrollbar)
 
     def _mark(self, key: str) -> Text:
-        if key in self.refused_rows:
+        if key in self.refused_rows and key not in self.pickable_rows:
             return Text("✗", style="dim")
         return Text("[x]", style=tstyle("ec.error.bold")) if key in self.selected else Text("[ ]")
 
@@ -283,7 +291,7 @@ class KillScreen(Dialog[KillRecord | None]):
         table = self.query_one(DataTable)
         node, h = self.rows[table.cursor_row]
         key = row_key(node, h.pid)
-        if key in self.refused_rows:
+        if key in self.refused_rows and key not in self.pickable_rows:
             self.app.bell()
             self._say(f"{key} cannot be signalled: {self.refused_rows[key]}")
             return
@@ -369,7 +377,8 @@ class KillScreen(Dialog[KillRecord | None]):
             if targets:
                 local = {int(k) for k in self.selected if ":" not in k}
                 record = kill(self._found, targets, grace=self.grace, face="console", journal=self.ctx.journal,
-                              scope=selection_scope(self._found, local), progress=progress)
+                              scope=selection_scope(self._found, local), progress=progress,
+                              picked=local & self._found.pickable)
             nodes = self._kill_on_nodes(remote) if remote else {}
         except Exception as exc:
             self.app.call_from_thread(self._done, record, f"kill failed: {exc}")
