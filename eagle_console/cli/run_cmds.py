@@ -112,6 +112,7 @@ def _report(engine, run_id: int, wait: bool, quiet: bool = False) -> int:
     t0 = time.monotonic()
     output = None if quiet else _OutputStream()
     unknown: list[str] = []  # what was said of a node run nobody can ask now, so it is said once
+    held: list[str] = []  # its end, once the journal could not take it (a full disk): said once
 
     def tick(r) -> None:
         if output is not None:
@@ -119,6 +120,9 @@ def _report(engine, run_id: int, wait: bool, quiet: bool = False) -> int:
         elif sys.stderr.isatty():
             sys.stderr.write(f"\r{r.step_id}: running {time.monotonic() - t0:5.0f}s ")
             sys.stderr.flush()
+        if not held and (held_now := steps.held_end_text(r, engine.plan.state_dir)):
+            held.append(held_now)  # said once: the disk may stay full for hours
+            print(f"{r.step_id}: {held_now}; still waiting (Ctrl+C stops waiting)", flush=True)
         said = steps.unknown_text(r)
         if said and not unknown:
             print(f"{r.step_id}: {said}; still waiting (Ctrl+C stops waiting, not the step)", flush=True)

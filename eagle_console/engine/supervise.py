@@ -36,6 +36,7 @@ from eagle_console.pyenv import child_command, forget_own_entry, shown
 from eagle_console.statedir import private_dirs
 
 RESULT_RE = re.compile(r"^::result\s+([A-Za-z0-9_.\-]+)=(.*)$")
+LOG_ROOM_BYTES = 64 * 1024  # less free on the log's disk than a few lines' blocks: its writes are being refused
 REASON_RE = re.compile(r"^::reason\s+(.+)$")  # a built-in's failure, for the run's reason (engine/action.py)
 POLL_S = 0.1
 TIMEOUT_EXIT = 124  # what timeout(1) reports for a command it stopped
@@ -92,6 +93,22 @@ def parse_reason(line: str) -> str | None:
 def failure_reason(code: int, said: str | None) -> str:
     """`exit status 1: gpu.kill: cannot read the GPUs ...`: the exit, and why when the action said so."""
     return describe_exit(code) + (f": {said}" if said else "")
+
+
+def log_disk_full(log: Path) -> str:
+    """`; its log's disk is full (…)`, said after a failure when the log's disk has no room left: the action
+    writes its output there, and a write refused (`echo: write error`, Python's OSError) can be why it failed,
+    its last lines lost with it. Nothing when there is room (or the disk cannot be asked)."""
+    import shutil
+
+    try:
+        free = shutil.disk_usage(log.parent).free
+    except OSError:
+        return ""
+    if free >= LOG_ROOM_BYTES:
+        return ""
+    return (f"; its log's disk is full ({free // 1024} KiB free on the disk of {log.parent}): its output was "
+            f"cut there, and a refused write may be why it failed")
 
 
 def describe_exit(code: int) -> str:
@@ -307,7 +324,7 @@ def run_action(spec: ActionSpec) -> int:
     if spec.service:
         return _service_ended(journal, sup, spec, rc, ready_seen, recorder)
     if rc != 0:
-        reason = failure_reason(rc, said)
+        reason = failure_reason(rc, said) + log_disk_full(log)
         sup.note(f"the action ended: {reason}")
         keep_exit(journal, spec.run_id, spec.step_id, recorder, exit_code=rc, outcome="failed", reason=reason,
                         step_status="failed")

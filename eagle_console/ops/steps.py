@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from eagle_console.journal.status import plan_statuses, unmet_needs
@@ -348,9 +349,35 @@ def elsewhere(run: Run) -> bool:
     return not run.finished and not run.job_id and not on_this_host(run.host)
 
 
-def run_state_text(run: Run, procs: RunProcs, hints: Hints = NEUTRAL) -> str:
+def held_end_text(run: Run, state_dir: Path) -> str | None:
+    """An unfinished run whose action ended but whose end the journal could not take (its disk full): the
+    supervisor keeps it in the run's exit slot (journal/exitslot.py) and retries. `ended (exit 1), not recorded
+    yet: …`, or None. Before, `status` said "running, pid N" of an action long gone and `run --wait` waited
+    without a word, for as long as the disk stayed full."""
+    if run.finished or run.job_id or elsewhere(run):
+        return None
+    import shutil
+
+    from eagle_console.journal import exitslot
+
+    kept = exitslot.read(exitslot.exit_slot(state_dir, run.id))
+    if not kept:
+        return None
+    code = kept.get("exit_code")
+    how = f"exit {code}" if code is not None else kept.get("outcome") or "its end"
+    try:
+        free = shutil.disk_usage(state_dir).free
+        disk = f"{free // 1024} KiB free on the disk of {state_dir}" if free < 1 << 20 else f"journal {state_dir}"
+    except OSError:
+        disk = f"journal {state_dir}"
+    return (f"ended ({how}), not recorded yet: the journal cannot take it ({disk}); its supervisor "
+            f"(pid {run.supervisor_pid}) records it once it can, retrying every {exitslot.RETRY_S:g} s")
+
+
+def run_state_text(run: Run, procs: RunProcs, hints: Hints = NEUTRAL, held: str | None = None) -> str:
     """What a step's latest run is doing, for a status line: `running, pid N`; stopped with how to resume it;
-    or, once ended, its last exit and the action that outlived it, with how to stop that."""
+    ended but not recorded (`held`: held_end_text); or, once ended, its last exit and the action that outlived
+    it, with how to stop that."""
     if run.finished:
         end = f"last exit {run.exit_code}" if run.exit_code is not None else (run.outcome or "ended")
         if not procs.still_running:
@@ -375,6 +402,8 @@ def run_state_text(run: Run, procs: RunProcs, hints: Hints = NEUTRAL) -> str:
             f"; {action}" if action else "")
     if procs.action_state == "stopped":
         return f"running, pid {run.pid}, stopped: resume it with `kill -CONT {run.pid}`"
+    if held and procs.supervisor_state == "running":  # the action ended; its end waits for the journal
+        return held
     if procs.action_state == "exited":
         return f"running: {action}"
     return f"running, pid {run.pid or run.supervisor_pid or '?'}"

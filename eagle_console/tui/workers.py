@@ -16,6 +16,7 @@ from textual.worker import WorkerState, get_current_worker
 from eagle_console.journal import EventKind, Refused
 from eagle_console.ops import notices
 from eagle_console.ops.hints import Hints, refusal_text
+from eagle_console.ops.steps import held_end_text
 from eagle_console.tui import messages
 from eagle_console.tui.live import read_snapshot, reload_plan, stamp
 
@@ -141,6 +142,7 @@ def poll(post: Post, ctx: ConsoleContext, last_id: int | None, state_dir_overrid
     next_plan_check = time.monotonic() + PLAN_POLL_S
     next_reconcile = time.monotonic()
     said_file_note: str | None = None
+    held_said: set[int] = set()  # runs whose end a full disk holds, said once
     # a worker whose task was cancelled without `cancel()` (its app's main task cancelled) reads CANCELLED
     # but not is_cancelled: either ends the loop, or the thread outlives the app
     while not worker.is_cancelled and worker.state is not WorkerState.CANCELLED:
@@ -155,6 +157,10 @@ def poll(post: Post, ctx: ConsoleContext, last_id: int | None, state_dir_overrid
                 said_file_note = note
                 if ctx.engine.reconcile():  # read-only: found in memory, no new event to notice
                     last_id = None
+                for run in journal.open_runs():  # the journal cannot change then: nothing else would say it
+                    if run.id not in held_said and (held := held_end_text(run, ctx.plan.state_dir)):
+                        held_said.add(run.id)
+                        post(messages.OpDone(f"{run.step_id}: {held}", "error", 30))
             if journal.last_event_id() != last_id:
                 snap = read_snapshot(journal)
                 last_id = snap.event_id

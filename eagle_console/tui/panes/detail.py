@@ -10,7 +10,7 @@ from rich.text import Text
 
 from eagle_console.journal.status import plan_statuses, unmet_needs
 from eagle_console.ops.console import drafter_actions, drafter_inputs_stamp, drafter_lines
-from eagle_console.ops.steps import elsewhere
+from eagle_console.ops.steps import elsewhere, held_end_text
 from eagle_console.plan.safe_text import printable
 from eagle_console.tui.cells import ELLIPSIS, ellipsise
 from eagle_console.tui.labels import rollback_label
@@ -104,7 +104,10 @@ def describe(plan: Plan, item_id: str | None, snap: Snapshot | None, width: int 
         # at 80x24 the Detail line has 4 rows, and 0.2b's vocab verdict needs two of them)
         if run.face and run.face not in (state.face if state else None, "console"):
             second.append(f"run by {_person(run.who, run.face)}")
-        if run.pid:  # another machine's (a state dir several share): its pid means nothing here
+        held = held_end_text(run, plan.state_dir) if not run.finished else None
+        if held:  # its action ended; a full disk keeps the end out of the journal ("pid N" would read as running)
+            second.append(held)
+        elif run.pid:  # another machine's (a state dir several share): its pid means nothing here
             second.append(f"pid {run.pid}" + (f" on {run.host} (not this machine)" if elsewhere(run) else ""))
         if run.log:
             second.append(f"log {shown_path(run.log, plan.folder)}")
