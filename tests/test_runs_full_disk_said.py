@@ -38,7 +38,9 @@ HELD = re.compile(r"ended \(exit (\d+)\), not recorded yet: the journal cannot t
                   r"of .*\); its supervisor \(pid \d+\) records it once it can, retrying every 2 s")
 
 
-def plan_on(tmp_path: Path, disk: Path, lines: int = 1) -> tuple[Path, Path]:
+def plan_on(tmp_path: Path, disk: Path, request, lines: int = 1) -> tuple[Path, Path]:
+    """The plan, its state on `disk`; its step ends at the test's end whatever happened (its `go`)."""
+    request.addfinalizer(lambda: (tmp_path / "go").touch())
     state = disk / "state"
     path = tmp_path / "plan.toml"
     path.write_text(PLAN.format(state=state, lines=lines))
@@ -67,10 +69,11 @@ def held_in_slot(state: Path, run_id: int) -> None:
     wait_for(lambda: slot.read_text().strip(), timeout=30)  # the journal could not take the end
 
 
-def test_status_and_run_wait_say_the_run_ended_and_waits_for_the_journal(tmp_path, small_disk):
-    plan, state = plan_on(tmp_path, small_disk)
+def test_status_and_run_wait_say_the_run_ended_and_waits_for_the_journal(tmp_path, small_disk, request):
+    plan, state = plan_on(tmp_path, small_disk, request)
     waiting = subprocess.Popen([sys.executable, "-m", "eagle_console", "run", str(plan), "0.1", "--yes", "--wait"],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    request.addfinalizer(lambda: (waiting.kill(), waiting.wait()))
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(waiting.stdout), daemon=True)
     reader.start()
@@ -95,8 +98,8 @@ def test_status_and_run_wait_say_the_run_ended_and_waits_for_the_journal(tmp_pat
     assert lines[-1].strip() == "0.1: completed", lines[-3:]
 
 
-def test_a_run_that_failed_writing_to_a_full_log_disk_says_so(tmp_path, small_disk):
-    plan, state = plan_on(tmp_path, small_disk, lines=20000)
+def test_a_run_that_failed_writing_to_a_full_log_disk_says_so(tmp_path, small_disk, request):
+    plan, state = plan_on(tmp_path, small_disk, request, lines=20000)
     out = clikit.run(["run", plan, "0.1"], timeout=60)
     assert out.returncode == 0, out.stderr
     run = supervised_run(state)
@@ -110,10 +113,10 @@ def test_a_run_that_failed_writing_to_a_full_log_disk_says_so(tmp_path, small_di
     assert "its output was cut there, and a refused write may be why it failed" in ended.reason
 
 
-def test_the_console_says_the_run_ended_and_waits_for_the_journal(tmp_path, small_disk):
+def test_the_console_says_the_run_ended_and_waits_for_the_journal(tmp_path, small_disk, request):
     from tuikit import drive, notices, open_app, select, until
 
-    plan, state = plan_on(tmp_path, small_disk)
+    plan, state = plan_on(tmp_path, small_disk, request)
     out = clikit.run(["run", plan, "0.1"], timeout=60)
     assert out.returncode == 0, out.stderr
     run = supervised_run(state)
