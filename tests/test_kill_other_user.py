@@ -157,7 +157,8 @@ def test_a_gpu_kill_step_fails_while_another_users_orphan_holds_memory(node, tmp
     plan = tmp_path / "plan.toml"
     plan.write_text(KILL_STEP_PLAN)
     out = subprocess.run([sys.executable, "-m", "eagle_console", "run", str(plan), "0.1", "--yes", "--wait"],
-                         capture_output=True, text=True, timeout=120, env={**os.environ, "EAGLE_CONSOLE_SIM": str(sim)})
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "EAGLE_CONSOLE_SIM": str(sim)})
     assert out.returncode == 1, (out.stdout, out.stderr)
     assert f"orphans not signalled, their GPU memory stays in use: {other} (belongs to" in out.stdout
     status = json.loads(subprocess.run([sys.executable, "-m", "eagle_console", "status", str(plan), "--json"],

@@ -34,8 +34,9 @@ title = "P"
   title = "waits for go, then prints"
   run = "while [ ! -e go ]; do sleep 0.05; done; for i in $(seq 1 {lines}); do echo line $i; done"
 """
-HELD = re.compile(r"ended \(exit (\d+)\), not recorded yet: the journal cannot take it \(\d+ KiB free on the disk "
-                  r"of .*\); its supervisor \(pid \d+\) records it once it can, retrying every 2 s")
+HELD = re.compile(r"ended \(exit (\d+)\), not recorded yet: the journal cannot take it "
+                  r"\(\d+ KiB free on the disk of .*\); its supervisor \(pid \d+\) records it once it can, "
+                  r"retrying every 2 s")
 
 
 def plan_on(tmp_path: Path, disk: Path, request, lines: int = 1) -> tuple[Path, Path]:
@@ -71,8 +72,8 @@ def held_in_slot(state: Path, run_id: int) -> None:
 
 def test_status_and_run_wait_say_the_run_ended_and_waits_for_the_journal(tmp_path, small_disk, request):
     plan, state = plan_on(tmp_path, small_disk, request)
-    waiting = subprocess.Popen([sys.executable, "-m", "eagle_console", "run", str(plan), "0.1", "--yes", "--wait"],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    argv = [sys.executable, "-m", "eagle_console", "run", str(plan), "0.1", "--yes", "--wait"]
+    waiting = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     request.addfinalizer(lambda: (waiting.kill(), waiting.wait()))
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(waiting.stdout), daemon=True)
@@ -127,8 +128,9 @@ def test_the_console_says_the_run_ended_and_waits_for_the_journal(tmp_path, smal
         await select(pilot, "0.1")
         fill(small_disk)
         (tmp_path / "go").touch()
-        await until(pilot, lambda: any(n.startswith("0.1: ended (exit 0), not recorded yet") for n in notices(app)),
-                    timeout=30, what="the toast")
+        said = "0.1: ended (exit 0), not recorded yet"
+        await until(pilot, lambda: any(n.startswith(said) for n in notices(app)), timeout=30,
+                    what="the toast")
         await select(pilot, "0")  # the Detail line is drawn when a step is selected (the journal is still)
         await select(pilot, "0.1")
         await pilot.pause()

@@ -26,8 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--match", action="append", default=[], metavar="REGEX",
                    help="with --scope match: command lines to kill (repeatable)")
     p.add_argument("--pid", action="append", type=int, default=None, metavar="PID",
-                   help="with --kill: only these GPU holders, whatever their class (repeatable); as root, "
-                        "another user's process is killed only when named here")
+                   help="with --kill: only these GPU holders of this machine, whatever their class "
+                        "(repeatable); as root, another user's process is killed only when named here")
     p.add_argument("--include-tracked", action="store_true",
                    help="let --scope all/match kill processes of a live run too (its step fails)")
     p.add_argument("--yes", action="store_true", help="do not ask before killing")
@@ -181,7 +181,7 @@ def cmd_orphans(args: argparse.Namespace) -> int:
         Engine(plan, journal).reconcile()
     doc: dict[str, Any] = {"holders": [], "gpus": [], "killed": [], "survivors": [], "freed_mib": {},
                            "error": None}
-    left: list[int] = []  # holders in the kill's scope it did not signal: their memory stays held
+    left: list[int] = []  # orphans in the kill's scope it did not signal: their memory stays held
     address = _cluster_address(args, plan)
     try:
         if address:
@@ -201,7 +201,8 @@ def cmd_orphans(args: argparse.Namespace) -> int:
                 if unknown:
                     raise CliError(f"not a GPU holder here: {' '.join(map(str, unknown))} "
                                    "(`eagle-console orphans` lists the holders)")
-            plan = plan_kill(found, args.scope, args.match, include_tracked=args.include_tracked, pids=args.pid)
+            plan = plan_kill(found, args.scope, args.match, include_tracked=args.include_tracked,
+                             pids=args.pid)
             targets, refused = plan.targets, plan.not_signalled(INCLUDE_TRACKED)
             doc["holders"] = [_holder_dict(h, refused.get(h.pid)) for h in found.holders]
             doc["gpus"] = [{"index": g.index, "memory_used_mib": g.memory_used_mib,
@@ -216,8 +217,8 @@ def cmd_orphans(args: argparse.Namespace) -> int:
                 def say(msg: str) -> None:
                     print(msg, file=out, flush=True)
 
-                record = kill(found, targets, grace=grace, scope=plan.scope, face="cli", journal=journal, say=say,
-                              picked=plan.picked)
+                record = kill(found, targets, grace=grace, scope=plan.scope, face="cli", journal=journal,
+                              say=say, picked=plan.picked)
                 doc.update(killed=record.killed, survivors=record.survivors, freed_mib=record.freed_mib)
                 left = [h.pid for h in orphans_left(targets, (r["pid"] for r in record.refused))]
                 if not args.json:
@@ -251,7 +252,7 @@ def _orphans_on_nodes(args: argparse.Namespace, address: str, grace: float, jour
         here = this_machine(entries, sample_once(sim_dir(args)))  # this machine's GPUs: their UUIDs tell
         out = {n["name"]: {"holders": [] if n["name"] == here else n["holders"] or [], "error": n["error"],
                            "this_machine": n["name"] == here} for n in entries}
-        if args.kill and args.yes:
+        if args.kill and args.yes and not args.pid:  # --pid names this machine's processes
             for name, entry in kill_on_nodes(address, scope=args.scope, match=args.match, grace=grace,
                                              journal=journal, include_tracked=args.include_tracked,
                                              skip=here).items():

@@ -148,8 +148,8 @@ def _status_doc(plan: Plan) -> tuple[dict[str, Any], dict[str, str]]:
         doc = steps.add_process_keys(status_document(plan, journal.statuses(), runs), procs, runs)
         faces.add_approval_keys(faces.add_face_keys(doc, journal.states()), journal.approvals())
         texts = {sid: steps.run_state_text(run, procs[sid], CLI_HINTS._replace(
-                     rollback=f" (eagle-console rollback {plan.path} {sid})"), steps.held_end_text(run, plan.state_dir))
-                 for sid, run in runs.items() if run}
+                     rollback=f" (eagle-console rollback {plan.path} {sid})"),
+                     steps.held_end_text(run, plan.state_dir)) for sid, run in runs.items() if run}
         return doc, texts
     finally:
         journal.close()

@@ -36,7 +36,7 @@ from eagle_console.pyenv import child_command, forget_own_entry, shown
 from eagle_console.statedir import private_dirs
 
 RESULT_RE = re.compile(r"^::result\s+([A-Za-z0-9_.\-]+)=(.*)$")
-LOG_ROOM_BYTES = 64 * 1024  # less free on the log's disk than a few lines' blocks: its writes are being refused
+LOG_ROOM_BYTES = 64 * 1024  # less free on the log's disk than a few lines' blocks: its writes are refused
 REASON_RE = re.compile(r"^::reason\s+(.+)$")  # a built-in's failure, for the run's reason (engine/action.py)
 POLL_S = 0.1
 TIMEOUT_EXIT = 124  # what timeout(1) reports for a command it stopped

@@ -92,8 +92,8 @@ def scan(sim_dir: Path | None, journal: Journal | None = None,
         reader.close()
         raise
     sample = reading.sample
-    return HolderScan(reading.holders, refused, sample.backend, sample.error, reader.backend, supervisors, sample,
-                      pickable)
+    return HolderScan(reading.holders, refused, sample.backend, sample.error, reader.backend, supervisors,
+                      sample, pickable)
 
 
 # ---- what to kill -------------------------------------------------------------------------------------------

@@ -35,7 +35,8 @@ _HOME = {
 __all__ = [  # every name the faces take from here (_HOME says where each lives)
     "GpuReader", "GpuReading", "GraceError", "Hints", "HolderScan", "KillPlan", "KillRecord",
     "NEUTRAL", "SELECTED", "builtin_class_or_none", "engine_for", "gpus_of", "holders_of", "kill",
-    "kill_on_nodes", "kill_preview", "memory_by_gpu", "orphans_left", "plan_kill", "preselect", "preselected", "read_gpus",
+    "kill_on_nodes", "kill_preview", "memory_by_gpu", "orphans_left",
+    "plan_kill", "preselect", "preselected", "read_gpus",
     "read_gpus_once", "read_nodes", "refusal_text", "resolve_grace", "sample_once", "scan",
     "selection_scope", "this_machine", "tracked_note",
 ]

@@ -109,7 +109,8 @@ def plan_kill(found: HolderScan, scope: str = "orphans", match: Iterable[str] = 
     if pids is not None:
         scope = SELECTED
     chosen = targets(found.holders, scope, match, gpus, pids=pids, include_tracked=include_tracked)
-    refused = {pid: why for pid, why in found.refused.items() if not (pid in picked and pid in found.pickable)}
+    lifted = set(picked) & found.pickable  # root's own pick of another user's process
+    refused = {pid: why for pid, why in found.refused.items() if pid not in lifted}
     return KillPlan(scope, tuple(match), list(gpus) if gpus is not None else None, chosen.chosen, chosen.tracked,
                     refused, found.pickable, picked)
 

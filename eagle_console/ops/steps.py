@@ -351,9 +351,9 @@ def elsewhere(run: Run) -> bool:
 
 def held_end_text(run: Run, state_dir: Path) -> str | None:
     """An unfinished run whose action ended but whose end the journal could not take (its disk full): the
-    supervisor keeps it in the run's exit slot (journal/exitslot.py) and retries. `ended (exit 1), not recorded
-    yet: …`, or None. Before, `status` said "running, pid N" of an action long gone and `run --wait` waited
-    without a word, for as long as the disk stayed full."""
+    supervisor keeps it in the run's exit slot (journal/exitslot.py) and retries. `ended (exit 1), not
+    recorded yet: …`, or None. Before, `status` said "running, pid N" of an action long gone and `run --wait`
+    waited without a word, for as long as the disk stayed full."""
     if run.finished or run.job_id or elsewhere(run):
         return None
     import shutil
@@ -367,7 +367,8 @@ def held_end_text(run: Run, state_dir: Path) -> str | None:
     how = f"exit {code}" if code is not None else kept.get("outcome") or "its end"
     try:
         free = shutil.disk_usage(state_dir).free
-        disk = f"{free // 1024} KiB free on the disk of {state_dir}" if free < 1 << 20 else f"journal {state_dir}"
+        full = free < 1 << 20
+        disk = f"{free // 1024} KiB free on the disk of {state_dir}" if full else f"journal {state_dir}"
     except OSError:
         disk = f"journal {state_dir}"
     return (f"ended ({how}), not recorded yet: the journal cannot take it ({disk}); its supervisor "

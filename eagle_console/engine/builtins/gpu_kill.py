@@ -86,7 +86,7 @@ class GpuKill(Builtin):
             raise BuiltinError(f"still alive after SIGKILL: {record.survivors}")
         why = {r["pid"]: r["reason"] for r in record.refused}
         left = kills.orphans_left(targets, why)
-        if left:  # another user's orphan, another namespace's: in scope, never signalled, its memory still held
+        if left:  # another user's orphan, another namespace's: in scope, not signalled, its memory held
             raise BuiltinError("orphans not signalled, their GPU memory stays in use: "
                                + "; ".join(f"{h.pid} ({why[h.pid]})" for h in left))
         return 0

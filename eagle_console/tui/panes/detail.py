@@ -105,7 +105,7 @@ def describe(plan: Plan, item_id: str | None, snap: Snapshot | None, width: int 
         if run.face and run.face not in (state.face if state else None, "console"):
             second.append(f"run by {_person(run.who, run.face)}")
         held = held_end_text(run, plan.state_dir) if not run.finished else None
-        if held:  # its action ended; a full disk keeps the end out of the journal ("pid N" would read as running)
+        if held:  # its action ended, a full disk keeps its end out of the journal: "pid N" reads as running
             second.append(held)
         elif run.pid:  # another machine's (a state dir several share): its pid means nothing here
             second.append(f"pid {run.pid}" + (f" on {run.host} (not this machine)" if elsewhere(run) else ""))
