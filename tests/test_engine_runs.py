@@ -237,3 +237,23 @@ def test_next_picks_first_pending_step_with_needs_met(tmp_path):
     eng.wait(steps.start_run(eng, "0.2"), timeout=30)
     choice = steps.choose_next(eng)
     assert choice.step is None and choice.why.plan_done
+
+
+def test_the_supervisors_note_starts_a_line_of_its_own_after_output_without_a_newline(tmp_path):
+    """Tried by hand in tmux: a step ending in `printf '半行没有换行'` showed `半行没有换行[eagle-console] the
+    action completed` in the Output pane, one line glued from two (a progress bar's last redraw does the
+    same)."""
+    path = write_plan(tmp_path, """
+        [[phase]]
+        id = "0"
+        title = "P"
+          [[phase.step]]
+          id = "0.1"
+          title = "ends mid-line"
+          run = ["bash", "-c", "echo 抽取隐藏状态; printf '半行没有换行'"]
+    """)
+    eng = engine_for(path)
+    run = eng.wait(eng.start("0.1"), timeout=30)
+    assert run.outcome == "completed"
+    lines = open(run.log, encoding="utf-8").read().splitlines()
+    assert lines[-3:] == ["抽取隐藏状态", "半行没有换行", "[eagle-console] the action completed"], lines

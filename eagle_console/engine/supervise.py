@@ -120,6 +120,24 @@ def describe_exit(code: int) -> str:
     return f"exit status {code}"
 
 
+def _ends_mid_line(fd: int) -> bool:
+    """Whether the file open (append only) on `fd` ends without a newline: its last byte, read through a
+    second descriptor on the same file (/proc/self/fd: never another file swapped in at the path)."""
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0:
+            return False
+        reader = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        return os.pread(reader, 1, size - 1) not in (b"\n", b"")
+    except OSError:
+        return False
+    finally:
+        os.close(reader)
+
+
 class Supervisor:
     def __init__(self, journal: Journal, log: Path) -> None:
         self.journal, self.log_path = journal, log
@@ -139,8 +157,11 @@ class Supervisor:
             warn(f"{text} (not in the step log: {exc})")
             return
         try:
+            # on a line of its own: after a last line without a newline (`printf`, a progress bar's last
+            # redraw) the note was glued to it, and the log panes and parsers read one mangled line
+            cut = _ends_mid_line(fd)
             with os.fdopen(fd, "a", encoding="utf-8") as f:
-                f.write(f"[eagle-console] {text}\n")
+                f.write(("\n" if cut else "") + f"[eagle-console] {text}\n")
         except OSError as exc:  # a full disk must not stop the supervisor from recording the exit
             warn(f"{text} (not in the step log: {exc})")
 
