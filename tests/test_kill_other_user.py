@@ -145,7 +145,8 @@ def test_a_user_who_is_not_root_kills_their_own_orphan_and_cannot_pick_roots(nod
     out = orphans(sim, "--kill", "--yes", env=env, user=AS_OTHER)
     assert out.returncode == 1, (out.stdout, out.stderr)
     assert "not signalled: belongs to root\n" in out.stdout  # no way to pick it offered
-    assert f"killed [{other}]" in out.stdout and f"not signalled: {mine} (why: above)" in out.stdout
+    assert f"killed 1 ({other}) · freed 2500 MiB (GPU 6: 2500 MiB)" in out.stdout
+    assert f"not signalled: {mine} (why: above)" in out.stdout
     picked = orphans(sim, "--kill", "--yes", "--pid", str(mine), env=env, user=AS_OTHER)
     assert picked.returncode == 1, (picked.stdout, picked.stderr)
     assert f"nothing signalled: {mine} (why: above)" in picked.stdout

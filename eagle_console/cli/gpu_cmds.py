@@ -156,7 +156,7 @@ def cmd_orphans(args: argparse.Namespace) -> int:
     from eagle_console.node.gpus.unseen import unattributed_mib, unseen_notes
     from eagle_console.node.grace import GraceError, resolve_grace
     from eagle_console.node.kill import select_targets
-    from eagle_console.ops import kill, orphans_left, plan_kill, scan
+    from eagle_console.ops import kill, kill_summary, orphans_left, plan_kill, scan
 
     if args.match and args.scope != "match":
         raise CliError("--match needs --scope match")
@@ -222,7 +222,7 @@ def cmd_orphans(args: argparse.Namespace) -> int:
                 doc.update(killed=record.killed, survivors=record.survivors, freed_mib=record.freed_mib)
                 left = [h.pid for h in orphans_left(targets, (r["pid"] for r in record.refused))]
                 if not args.json:
-                    print(f"killed {record.killed}, survivors {record.survivors}, freed MiB {record.freed_mib}")
+                    print(kill_summary(record.killed, record.survivors, record.freed_mib))
                 if left:
                     print(f"not signalled: {_left_line(left)}", file=out)
     finally:
@@ -244,7 +244,7 @@ def _plan(args: argparse.Namespace) -> Any:
 def _orphans_on_nodes(args: argparse.Namespace, address: str, grace: float, journal: Any) -> dict[str, Any]:
     """Every node's holders, and with --kill its KillRecord (the kill runs on the node, by its agent)."""
     from eagle_console.cluster.connect import ClusterError
-    from eagle_console.ops import kill_on_nodes, read_nodes, sample_once, this_machine
+    from eagle_console.ops import kill_on_nodes, kill_summary, read_nodes, sample_once, this_machine
 
     try:
         entries = read_nodes(address, journal)
@@ -267,7 +267,7 @@ def _orphans_on_nodes(args: argparse.Namespace, address: str, grace: float, jour
             for h in entry.get("holders") or []:
                 print(f"{h['pid']:>7} {_na(h['used_mib']):>8} MiB {h['class']:<7} {h['command'][:70]}")
             if "killed" in entry:
-                print(f"killed {entry['killed']}, survivors {entry['survivors']}, freed MiB {entry['freed_mib']}")
+                print(kill_summary(entry["killed"], entry["survivors"], entry["freed_mib"]))
     return out
 
 

@@ -3,6 +3,7 @@ console's K, `orphans --kill`, a gpu.kill step) and wherever (this machine, or a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from eagle_console.journal.kinds import EventKind
@@ -42,6 +43,22 @@ class KillRecord(NamedTuple):
         return cls(who=event.who or "", scope=d["scope"], face=d["face"], step_id=event.step_id,
                    run_id=event.run_id, killed=list(d["killed"]), survivors=list(d["survivors"]),
                    gone=list(d["gone"]), refused=list(d["refused"]), freed_mib=dict(d["freed_mib"]))
+
+
+def freed_text(freed_mib: Mapping[str, float]) -> str:
+    """`freed 8000 MiB (GPU 3: 4000 MiB, GPU 5: 4000 MiB)`: what a kill gave back, as every face says it."""
+    per_gpu = ", ".join(f"GPU {g}: {mib:.0f} MiB" for g, mib in sorted(freed_mib.items(), key=lambda kv: int(kv[0])))
+    return f"freed {sum(freed_mib.values()):.0f} MiB" + (f" ({per_gpu})" if per_gpu else "")
+
+
+def kill_summary(killed: list[int], survivors: list[int], freed_mib: Mapping[str, float]) -> str:
+    """`killed 2 (7992 7993) · freed 8000 MiB (GPU 3: …) · survivors 1 (7994)`: the line the CLI and a gpu.kill
+    step's log print (it was Python's repr: `killed [7992, 7993], survivors [], freed MiB {'3': 4000.0}`)."""
+    line = f"killed {len(killed)}" + (f" ({' '.join(map(str, killed))})" if killed else "")
+    line += f" · {freed_text(freed_mib)}"
+    if survivors:
+        line += f" · SURVIVORS {len(survivors)} ({' '.join(map(str, survivors))})"
+    return line
 
 
 def journal_kill(journal: Journal, record: KillRecord, node: str | None = None) -> int:

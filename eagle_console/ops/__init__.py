@@ -21,7 +21,7 @@ _HOME = {
     "HolderScan": "orphans", "KillPlan": "orphans", "KillRecord": "orphans", "SELECTED": "orphans",
     "scan": "orphans", "plan_kill": "orphans", "kill": "orphans", "kill_preview": "orphans",
     "preselect": "orphans", "preselected": "orphans", "selection_scope": "orphans", "memory_by_gpu": "orphans",
-    "tracked_note": "orphans", "orphans_left": "orphans",
+    "tracked_note": "orphans", "orphans_left": "orphans", "freed_text": "orphans", "kill_summary": "orphans",
     # every cluster node's reading and kill (ops/nodes.py)
     "read_nodes": "nodes", "kill_on_nodes": "nodes", "this_machine": "nodes", "holders_of": "nodes",
     "gpus_of": "nodes",
@@ -35,7 +35,7 @@ _HOME = {
 __all__ = [  # every name the faces take from here (_HOME says where each lives)
     "GpuReader", "GpuReading", "GraceError", "Hints", "HolderScan", "KillPlan", "KillRecord",
     "NEUTRAL", "SELECTED", "builtin_class_or_none", "engine_for", "gpus_of", "holders_of", "kill",
-    "kill_on_nodes", "kill_preview", "memory_by_gpu", "orphans_left",
+    "freed_text", "kill_on_nodes", "kill_preview", "kill_summary", "memory_by_gpu", "orphans_left",
     "plan_kill", "preselect", "preselected", "read_gpus",
     "read_gpus_once", "read_nodes", "refusal_text", "resolve_grace", "sample_once", "scan",
     "selection_scope", "this_machine", "tracked_note",
@@ -62,8 +62,10 @@ if TYPE_CHECKING:
         HolderScan,
         KillPlan,
         KillRecord,
+        freed_text,
         kill,
         kill_preview,
+        kill_summary,
         memory_by_gpu,
         orphans_left,
         plan_kill,

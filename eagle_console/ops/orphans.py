@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from eagle_console.journal.kills import KILL_EVENT as KILL_EVENT
 from eagle_console.journal.kills import KillRecord as KillRecord
+from eagle_console.journal.kills import freed_text as freed_text
 from eagle_console.journal.kills import journal_kill as journal_kill
+from eagle_console.journal.kills import kill_summary as kill_summary
 from eagle_console.node.grace import GraceError as GraceError
 from eagle_console.node.grace import resolve_grace as resolve_grace
 from eagle_console.node.holders import SELECTED as SELECTED

@@ -31,6 +31,7 @@ class GpuKill(Builtin):
         return KillArgs.problems(args)
 
     def run(self, ctx: ActionContext) -> int:
+        from eagle_console.journal.kills import kill_summary
         from eagle_console.node import holders as kills
         from eagle_console.node.grace import GraceError, resolve_grace
 
@@ -77,8 +78,7 @@ class GpuKill(Builtin):
             ctx.say(f"killed {len(record.killed)}: {record.killed}; survivors {record.survivors}")
             raise BuiltinError(f"{blind}; signalled {len(record.killed)} holder(s) of the device files "
                                f"(survivors {record.survivors}), but whether the GPUs' memory came back is unknown")
-        ctx.say(f"killed {len(record.killed)}: {record.killed}; freed {record.freed_total} MiB "
-                f"{record.freed_mib}; survivors {record.survivors}")
+        ctx.say(kill_summary(record.killed, record.survivors, record.freed_mib))
         ctx.result("freed_mib", record.freed_total)
         for gpu, mib in record.freed_mib.items():
             ctx.result(f"freed_mib_gpu{gpu}", mib)

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
-from eagle_console.ops import KillRecord, memory_by_gpu
+from eagle_console.ops import KillRecord, freed_text, memory_by_gpu
 from eagle_console.tui.theme import tstyle
 
 if TYPE_CHECKING:
@@ -22,9 +22,7 @@ def result_text(record: KillRecord) -> Text:
         out += Text(f"already gone: {' '.join(map(str, record.gone))}\n", style="dim")
     for r in record.refused:
         out += Text(f"not signalled {r['pid']}: {r['reason']}\n", style=tstyle("ec.warn"))
-    freed = record.freed_mib
-    per_gpu = ", ".join(f"GPU {g}: {mib:.0f} MiB" for g, mib in sorted(freed.items(), key=lambda kv: int(kv[0])))
-    out += Text(f"freed {sum(freed.values()):.0f} MiB" + (f" ({per_gpu})" if per_gpu else ""))
+    out += Text(freed_text(record.freed_mib))
     return out
 
 
