@@ -44,6 +44,16 @@ def readable_site(top: Path) -> str:
     return str(site)
 
 
+def shared_node(sim: Path) -> Path:
+    """A simulated node every user can write to, as every user opens a real node's /dev/nvidia*."""
+    gpustate.create_node(sim)
+    for folder, _dirs, files in os.walk(sim):
+        os.chmod(folder, 0o777)
+        for name in files:
+            os.chmod(os.path.join(folder, name), 0o666)
+    return sim
+
+
 @pytest.fixture
 def others_job():
     """(sim dir, pid, env): a worker of user `nobody` holding 700 MiB of GPU 3, and the environment the
@@ -56,12 +66,7 @@ def others_job():
     if why := hidepid.usable(ME, env):
         shutil.rmtree(top, ignore_errors=True)
         pytest.skip(f"hidepid: {why}")
-    sim = top / "sim"
-    gpustate.create_node(sim)
-    for folder, _dirs, files in os.walk(sim):
-        os.chmod(folder, 0o777)
-        for name in files:
-            os.chmod(os.path.join(folder, name), 0o666)
+    sim = shared_node(top / "sim")
     as_nobody = ["setpriv", "--reuid", str(OTHER_USER), "--regid", str(OTHER_USER), "--clear-groups"]
     worker = subprocess.Popen([*as_nobody, sys.executable, "-m", "eagle_console.sim.orphans", "worker",
                                "--sim", str(sim), "--gpu", "3", "--mib", "700"],

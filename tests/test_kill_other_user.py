@@ -20,12 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
-import psutil
 import pytest
-from test_hidepid import readable_site
+from test_hidepid import readable_site, shared_node
+from test_orphan_ways import alive
 from test_tui_panes_gpus import make_ctx, stop_pids, until
 
-from eagle_console.sim import gpustate
 from eagle_console.sim.orphans import leave
 
 OTHER_USER = 65534
@@ -47,13 +46,6 @@ title = "P"
 """
 
 
-def alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
 @pytest.fixture
 def node(request, monkeypatch):
     """(sim dir, env of the other user, root's orphan pid, the other user's orphan pid): the node's folder is
@@ -65,12 +57,7 @@ def node(request, monkeypatch):
     top = Path(tempfile.mkdtemp(prefix="eagle-users-"))
     request.addfinalizer(lambda: shutil.rmtree(top, ignore_errors=True))
     env = {**os.environ, "PYTHONPATH": readable_site(top), "HOME": "/tmp", "EAGLE_CONSOLE_GPU_BACKEND": "sim"}
-    sim = top / "sim"
-    gpustate.create_node(sim)
-    for folder, _dirs, files in os.walk(sim):
-        os.chmod(folder, 0o777)
-        for name in files:
-            os.chmod(os.path.join(folder, name), 0o666)
+    sim = shared_node(top / "sim")
     # their launcher's shell starts the worker as them and exits: the worker is orphaned (a launcher's own
     # `subprocess` of this venv's interpreter cannot run as them here, so `leave` is not used for theirs)
     out = top / "theirs.out"
