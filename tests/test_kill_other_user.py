@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import pty
+import pwd
 import select
 import shutil
 import subprocess
@@ -185,3 +186,21 @@ def test_k_lets_root_pick_another_users_orphan_and_never_preselects_it(node, tmp
 
     asyncio.run(main())
     assert not alive(mine) and not alive(other)
+
+
+def test_a_gpu_kill_steps_confirmation_says_it_will_fail_before_it_runs(node, tmp_path):
+    """The console's confirmation of a gpu.kill step (ops.kill_preview, read from the same kill plan the step
+    follows) names the other user's orphan it will not signal and says the step will fail for it."""
+    from eagle_console.journal import Journal
+    from eagle_console.ops import kill_preview
+
+    sim, _env, mine, other = node
+    journal = Journal(tmp_path / "journal.db")
+    try:
+        preview = kill_preview({"scope": "orphans", "grace": "1s"}, sim, journal).splitlines()
+    finally:
+        journal.close()
+    assert any(line.startswith(f"SIGTERM {mine} orphan") for line in preview), preview
+    user = pwd.getpwuid(OTHER_USER).pw_name
+    assert f"not signalled {other}: belongs to {user} (root kills it only when picked)" in preview, preview
+    assert preview[-1] == f"so the step will fail: 1 orphan(s) in scope will still hold GPU memory ({other})"

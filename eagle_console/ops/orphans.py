@@ -98,6 +98,9 @@ class KillPlan:
         for h in self.targets + self.tracked:
             if h.pid in self.refused:
                 lines.append(f"not signalled {h.pid}: {self.refused[h.pid]}")
+        if left := self.left:  # said before the step runs, not only when it has failed
+            lines.append(f"so the step will fail: {len(left)} orphan(s) in scope will still hold GPU memory "
+                         f"({' '.join(str(h.pid) for h in left)})")
         return lines
 
 
