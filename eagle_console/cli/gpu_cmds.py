@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from typing import Any
 
@@ -130,16 +131,50 @@ def _confirm(question: str) -> bool:
 INCLUDE_TRACKED = Hints(include_tracked=": --include-tracked to kill it", pick=": --kill --pid {pid}")
 
 
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _print_holder_line(head: str, reason: str, h: Any, columns: int) -> None:
+    if not columns:
+        print(head + reason + h.command[:70])
+    elif len(head) + len(reason) + 20 <= columns:
+        print(head + reason + _cut(h.command, columns - len(head) - len(reason)))
+    else:
+        command_beside = columns - len(head) >= 20  # else the command goes below, with the reason
+        print(head + _cut(h.command, columns - len(head)) if command_beside else head.rstrip())
+        if h.reason:
+            _print_note(h.reason, columns)
+        if not command_beside:
+            print(_cut(f"{'':>7} {h.command}", columns))
+
+
+def _print_note(text: str, columns: int) -> None:
+    """A holder's second line (its reason, why it is not signalled), wrapped at the terminal's width."""
+    if not columns:
+        print(f"{'':>7} {text}")
+        return
+    import textwrap
+
+    print("\n".join(textwrap.wrap(text, columns, initial_indent=" " * 8, subsequent_indent=" " * 10)))
+
+
 def _print_holders(holders: list, refused: dict[int, str], error: str | None = None,
                    unseen: list[str] | tuple[()] = ()) -> None:
+    # At a terminal, no line wider than it (a holder's 170 columns wrapped into two rows at 120, three at
+    # 80): the command cut to what is left, the reason on a line of its own when it does not fit beside.
+    # Piped or redirected, one line a holder with 70 characters of its command, as before (whatever COLUMNS
+    # says: pytest-xdist's workers export COLUMNS=80, and a script's environment may too).
+    columns = shutil.get_terminal_size().columns if sys.stdout.isatty() else 0
     for h in holders:
-        print(f"{h.pid:>7} ppid {h.ppid if h.ppid is not None else '?':>7} {h.user or '?':<8} "
-              f"gpus {','.join(map(str, h.gpus)) or '-':<7} {_na(h.used_mib):>8} MiB {h.cls:<7} "
-              f"{h.owner or '-':<6} {h.reason or '':<28} {h.command[:70]}")
+        head = (f"{h.pid:>7} ppid {h.ppid if h.ppid is not None else '?':>7} {h.user or '?':<8} "
+                f"gpus {','.join(map(str, h.gpus)) or '-':<7} {_na(h.used_mib):>8} MiB {h.cls:<7} "
+                f"{h.owner or '-':<6} ")
+        _print_holder_line(head, f"{h.reason or '':<28} ", h, columns)
         if h.pid in refused:
-            print(f"{'':>7} not signalled: {refused[h.pid]}")
+            _print_note(f"not signalled: {refused[h.pid]}", columns)
         elif h.same_session and h.cls == "orphan":
-            print(f"{'':>7} started from this terminal (its launcher is gone)")
+            _print_note("started from this terminal (its launcher is gone)", columns)
     if not holders and error is None and not unseen:  # with an error, "none" would be a guess: _finish says why
         print("no GPU holders")
     elif not holders and unseen:
