@@ -117,9 +117,15 @@ def test_zsh_completion_parses_and_registers(tmp_path: Path) -> None:
 GREEN, RED = "\x1b[32m", "\x1b[1;31m"
 
 
-def on_tty(*args: str | Path, env: dict[str, str]) -> str:
-    """The command's stdout when stdout is a terminal (a pseudo-terminal)."""
+def on_tty(*args: str | Path, env: dict[str, str], columns: int | None = None) -> str:
+    """The command's stdout when stdout is a terminal (a pseudo-terminal), `columns` wide if given."""
     leader, follower = pty.openpty()
+    if columns is not None:
+        import fcntl
+        import struct
+        import termios
+
+        fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
     try:
         r = subprocess.run([sys.executable, "-m", "eagle_console", *map(str, args)], stdout=follower,
                            stderr=subprocess.PIPE, timeout=60, env={**os.environ, **env})

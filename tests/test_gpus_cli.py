@@ -12,6 +12,7 @@ import clikit
 import psutil
 import pytest
 from enginekit import engine_for, session_pids, wait_for, write_plan
+from test_cli_conventions import on_tty
 
 from eagle_console.processes import alive
 from eagle_console.sim import gpustate
@@ -178,46 +179,20 @@ def test_orphans_without_gpus_says_so_once_and_never_none():
     assert doc["error"].startswith("cannot read the GPUs") and doc["holders"] == []
 
 
-def orphans_on_a_terminal(sim, columns: int) -> list[str]:
-    """`orphans`' text on a terminal `columns` wide (a pty with that window size), as lines."""
-    import fcntl
-    import pty
-    import struct
-    import termios
-
-    leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}  # the window's size says it
-    proc = subprocess.Popen([sys.executable, "-m", "eagle_console", "orphans", "--sim", str(sim)],
-                            stdout=follower, stderr=subprocess.PIPE, env=env)
-    os.close(follower)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:  # EIO: the child closed its end
-            break
-        if not chunk:
-            break
-        out += chunk
-    os.close(leader)
-    assert proc.wait(timeout=60) == 0, proc.stderr.read()
-    return out.decode().replace("\r\n", "\n").splitlines()
-
-
 @pytest.mark.parametrize("columns", [80, 120])
 def test_orphans_fits_the_terminals_width(orphaned, columns):
     """Seen by hand in tmux at 120 columns: each holder was one line of ~170 characters, wrapped into two rows
     (three at 80). At a terminal no line is wider than it, and nothing is lost but the command's tail; piped,
     the one-line-a-holder form is kept for scripts, whatever COLUMNS says."""
     sim, pids = orphaned
-    lines = orphans_on_a_terminal(sim, columns)
+    # the window's size says it: pytest-xdist's workers export COLUMNS=80, which an empty value sets aside
+    text = on_tty("orphans", "--sim", sim, env={"COLUMNS": "", "LINES": ""}, columns=columns).replace("\r\n", "\n")
+    lines = text.splitlines()
     assert max(len(line) for line in lines) <= columns, lines
     for pid in pids:
         (line,) = [ln for ln in lines if ln.split()[:1] == [str(pid)]]
         assert " orphan " in line, lines
     reasons = [h["reason"] for h in json.loads(cli("orphans", "--json", "--sim", str(sim)).stdout)["holders"]]
-    text = "\n".join(lines)
     assert reasons and all(r[:20] in text for r in reasons), (reasons, lines)  # beside or below
     piped = cli("orphans", "--sim", str(sim), env={"COLUMNS": "80"}).stdout.splitlines()
     (row,) = [ln for ln in piped if ln.split()[:1] == [str(pids[0])]]
