@@ -197,3 +197,41 @@ def test_orphans_fits_the_terminals_width(orphaned, columns):
     piped = cli("orphans", "--sim", str(sim), env={"COLUMNS": "80"}).stdout.splitlines()
     (row,) = [ln for ln in piped if ln.split()[:1] == [str(pids[0])]]
     assert len(row) > 100 and reasons[0] in row, piped
+
+
+def test_orphans_fits_the_terminals_width_with_chinese_in_the_command(tmp_path):
+    """Seen by hand in tmux at 80 columns: a sim node in a folder named in Chinese put the orphans' command
+    line 4 cells past the edge (each Chinese character 2 cells, cut by characters), its tail wrapped onto a
+    row of its own. Here the Chinese comes early in the command (an -X option the interpreter keeps), so it
+    falls inside the window whatever this Python's path; measured with Rich's cell widths (what a terminal
+    draws), not with the product's own."""
+    from rich.cells import cell_len
+
+    sim = tmp_path / "sim"
+    gpustate.create_node(sim)
+    worker = subprocess.Popen([sys.executable, "-X", "训练任务=第二批次", "-m", "eagle_console.sim.orphans", "worker",
+                               "--sim", str(sim), "--mib", "3000", "--gpu", "2"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert worker.stdout.readline().strip() == "holding"
+        text = on_tty("orphans", "--sim", sim, env={"COLUMNS": "", "LINES": ""}, columns=80)
+    finally:
+        worker.kill()
+        worker.wait()
+    lines = text.replace("\r\n", "\n").splitlines()
+    assert max(cell_len(line) for line in lines) <= 80, [(cell_len(line), line) for line in lines]
+    assert any("训练任务=" in line for line in lines), lines  # cut at its tail, not dropped
+
+
+def test_a_note_wraps_in_cells_and_keeps_every_character():
+    """A reason (a path, a user's sentence in Chinese, which has no spaces) wrapped under a holder: no line
+    past the edge, nothing dropped."""
+    from rich.cells import cell_len
+
+    from eagle_console.cli.termtext import wrap
+
+    text = "not signalled: belongs to 训练用户 (python3 /tmp/训练脚本/非常长的中文路径名称没有空格也要换行.py --flag)"
+    for width in (20, 31, 80):
+        lines = wrap(text, width, first=" " * 8, rest=" " * 10)
+        assert max(map(cell_len, lines)) <= width, (width, lines)
+        assert "".join(lines).replace(" ", "") == text.replace(" ", ""), (width, lines)

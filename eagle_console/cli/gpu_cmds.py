@@ -131,22 +131,21 @@ def _confirm(question: str) -> bool:
 INCLUDE_TRACKED = Hints(include_tracked=": --include-tracked to kill it", pick=": --kill --pid {pid}")
 
 
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:width - 1] + "…"
-
-
 def _print_holder_line(head: str, reason: str, h: Any, columns: int) -> None:
+    # measured in terminal cells: a command line with Chinese in it (a path) is 2 cells a character
+    from eagle_console.cli.termtext import cells, cut
+
     if not columns:
         print(head + reason + h.command[:70])
-    elif len(head) + len(reason) + 20 <= columns:
-        print(head + reason + _cut(h.command, columns - len(head) - len(reason)))
+    elif cells(head) + cells(reason) + 20 <= columns:
+        print(head + reason + cut(h.command, columns - cells(head) - cells(reason)))
     else:
-        command_beside = columns - len(head) >= 20  # else the command goes below, with the reason
-        print(head + _cut(h.command, columns - len(head)) if command_beside else head.rstrip())
+        command_beside = columns - cells(head) >= 20  # else the command goes below, with the reason
+        print(head + cut(h.command, columns - cells(head)) if command_beside else head.rstrip())
         if h.reason:
             _print_note(h.reason, columns)
         if not command_beside:
-            print(_cut(f"{'':>7} {h.command}", columns))
+            print(cut(f"{'':>7} {h.command}", columns))
 
 
 def _print_note(text: str, columns: int) -> None:
@@ -154,9 +153,9 @@ def _print_note(text: str, columns: int) -> None:
     if not columns:
         print(f"{'':>7} {text}")
         return
-    import textwrap
+    from eagle_console.cli.termtext import wrap
 
-    print("\n".join(textwrap.wrap(text, columns, initial_indent=" " * 8, subsequent_indent=" " * 10)))
+    print("\n".join(wrap(text, columns, first=" " * 8, rest=" " * 10)))
 
 
 def _print_holders(holders: list, refused: dict[int, str], error: str | None = None,
