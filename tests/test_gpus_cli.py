@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -235,3 +236,21 @@ def test_a_note_wraps_in_cells_and_keeps_every_character():
         lines = wrap(text, width, first=" " * 8, rest=" " * 10)
         assert max(map(cell_len, lines)) <= width, (width, lines)
         assert "".join(lines).replace(" ", "") == text.replace(" ", ""), (width, lines)
+
+
+def test_a_live_run_of_a_plan_not_given_says_whose_it_is(held_run):
+    """Seen by hand over ssh: `eagle-console orphans` typed with no PLAN listed a running server's eight
+    schedulers, 80 GB each, as `other` with a blank reason, an invitation to `kill -9`. They are still
+    `other` (no scope takes more or less), and the reason names the run, its step and its state dir, read
+    from the live supervisor above them."""
+    plan, sim, worker = held_run
+    listed = json.loads(cli("orphans", "--json", "--sim", str(sim)).stdout)["holders"]
+    (h,) = [h for h in listed if h["pid"] == worker]
+    assert h["class"] == "other" and h["owner"] is None, h
+    assert re.fullmatch(rf"eagle-console run \d+, step 0\.1, state {re.escape(str(plan.parent))}/\.eagle-console/"
+                        r"\S+ \(supervisor \d+\)", h["reason"] or ""), h
+    killed = cli("orphans", "--kill", "--yes", "--json", "--sim", str(sim))
+    assert json.loads(killed.stdout)["killed"] == [] and alive(worker), killed.stdout
+    given = json.loads(cli("orphans", str(plan), "--json", "--sim", str(sim)).stdout)["holders"]
+    (h,) = [h for h in given if h["pid"] == worker]
+    assert (h["class"], h["owner"]) == ("tracked", "0.1"), h

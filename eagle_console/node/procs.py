@@ -28,6 +28,7 @@ from eagle_console.node.gpus.attribution import (
     pid_namespace,
 )
 from eagle_console.node.selfmark import marked_kind
+from eagle_console.node.supervised import supervising_run
 from eagle_console.processes import (
     CLOCK_TICKS,
     ProcStart,
@@ -295,7 +296,7 @@ def classify(h: Holder, tracked: list[TrackedRun], subreapers: Iterable[int] = (
         # subreaper we do not know by name (prctl(PR_SET_CHILD_SUBREAPER) leaves no trace in /proc)
         h.cls, h.reason = "orphan", f"job leader {h.pgid} exited, parent {h.ppid} outside the job"
         return
-    h.cls, h.reason = "other", None
+    h.cls, h.reason = "other", supervising_run(h.ppid)  # a live run of a plan not given here, or None
 
 
 def _abandoned_session(h: Holder) -> bool:
