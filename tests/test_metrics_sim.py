@@ -95,6 +95,32 @@ def test_sim_without_enable_metrics_has_no_metrics(tmp_path):
         srv.cleanup()
 
 
+def test_a_server_without_metrics_is_not_asked_every_second(tmp_path):
+    """Seen by hand in the two-node demo: its server runs without --enable-metrics, and the Server pane's log
+    was a `"GET /metrics HTTP/1.1" 404 Not Found` line every second or two, the console's own asks (SGLang's
+    uvicorn logs every request). A 404 now stands until OFF_RETRY_S has passed (or another server is
+    followed); the reading says so. Counted in the simulated server's own access log."""
+    srv = start_server(tmp_path, tp=2, spec=False)
+    plan = load_plan(plan_for(tmp_path, srv.url))
+    journal = Journal.for_plan(plan)
+    try:
+        ready(srv.url)
+        watch = MetricsWatch(plan, journal, off_retry_s=2.5)
+        docs = []
+        for _ in range(8):  # 2.4 s at the console's refresh
+            docs.append(watch.poll())
+            time.sleep(0.3)
+        asked = srv.text().count('"GET /metrics HTTP/1.1" 404')
+        time.sleep(0.5)  # past off_retry_s: asked again once
+        docs.append(watch.poll())
+        again = srv.text().count('"GET /metrics HTTP/1.1" 404')
+    finally:
+        journal.close()
+        srv.cleanup()
+    assert asked == 1 and again == 2, srv.text()[-2000:]
+    assert all("--enable-metrics" in d["error"] and "not asked again for 2.5 s" in d["error"] for d in docs), docs
+
+
 # The working-drafter test's baseline, below the K2.5 runs' 82 tok/s: the sim decodes ~100 tok/s in
 # wall-clock time (as SGLang counts it), and a
 # loaded 2-core CI slowed it to 71 tok/s, under 82, failing the "working drafter" test; its check (above

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
 from eagle_console.parse import alarms
-from eagle_console.sglang.metrics import Figures, MetricsError, Scrape, figures, quantile
+from eagle_console.sglang.metrics import Figures, MetricsError, MetricsOff, Scrape, figures, quantile
 
 if TYPE_CHECKING:
     from eagle_console.journal import Journal
@@ -24,6 +24,11 @@ if TYPE_CHECKING:
 
 WINDOW_S = 60.0  # rates and quantiles are over the readings of the last minute
 KEEP = 600  # readings kept for the charts: 10 minutes at the console's 1 s refresh
+# A server without --enable-metrics answers 404 until it is started again, and SGLang's uvicorn writes each
+# ask as an access line in its log (`"GET /metrics HTTP/1.1" 404 Not Found`; SGLang 0.5.x logs them unless
+# --uvicorn-access-log-exclude-prefixes says otherwise): asked at the console's 1 s refresh, the Server
+# pane's own log was all our 404s. It is asked again this often, and at once for another server.
+OFF_RETRY_S = 60.0
 BASELINE_KEY = "tok_s"  # plan.baseline's single-stream decode figure (the 82 tok/s of the K2.5 runs)
 
 
@@ -180,8 +185,11 @@ class MetricsWatch:
     """The readings of one service's `/metrics`, newest last; `poll()` adds one."""
 
     def __init__(self, plan: Plan, journal: Journal, step_id: str | None = None, *, follow_selection: bool = True,
-                 hold_s: float = alarms.HOLD_S, window_s: float = WINDOW_S, keep: int = KEEP) -> None:
+                 hold_s: float = alarms.HOLD_S, window_s: float = WINDOW_S, keep: int = KEEP,
+                 off_retry_s: float = OFF_RETRY_S) -> None:
         self.plan, self.journal = plan, journal
+        self.off_retry_s = off_retry_s
+        self._off: tuple[str, float, str] | None = None  # (url, not asked again before, what it said): a 404
         self.step_id = step_id  # the explicit --service step, or the console's selection
         self.follow_selection = follow_selection
         self.hold_s, self.window_s = hold_s, window_s
@@ -207,6 +215,7 @@ class MetricsWatch:
             self.readings.clear()  # another server: its history is not this one's
             self.seen_tp.clear()
             self._last_text = None
+            self._off = None
             self.close()
         self.target = found
         return found
@@ -220,6 +229,9 @@ class MetricsWatch:
         if tgt.url is None:
             self.readings.append(Reading(at, t, None, None, tgt.problem))
             return self.report()
+        if self._off is not None and self._off[0] == tgt.url and t < self._off[1]:
+            self.readings.append(Reading(at, t, None, None, self._off[2]))  # its answer stands, not asked again
+            return self.report()
         try:
             if scrape_fn is not None:
                 s = scrape_fn(tgt.url)
@@ -232,6 +244,11 @@ class MetricsWatch:
                 self.unchanged = last is not None and last[0] == text
                 s = last[1]._replace(at=at, t=t) if self.unchanged else parse(text, at, t)
                 self._last_text = (text, s)
+        except MetricsOff as exc:
+            said = f"{exc}; not asked again for {self.off_retry_s:g} s (SGLang logs each ask)"
+            self._off = (tgt.url, t + self.off_retry_s, said)
+            self.readings.append(Reading(at, t, None, None, said))
+            return self.report()
         except MetricsError as exc:
             self.readings.append(Reading(at, t, None, None, self._explain(str(exc))))
             return self.report()

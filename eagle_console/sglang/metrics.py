@@ -55,6 +55,10 @@ class MetricsError(Exception):
     """`/metrics` could not be read or is not Prometheus text; the message says which and what to do."""
 
 
+class MetricsOff(MetricsError):
+    """The server answered 404: it runs without --enable-metrics, and will until it is started again."""
+
+
 class Rank(NamedTuple):
     """Which scheduler a gauge series is from (None: the label is absent, as on old servers)."""
 
@@ -107,7 +111,7 @@ def fetch(url: str, timeout_s: float = TIMEOUT_S, max_bytes: int = MAX_BYTES,
             # identity: the size cap counts what the server sends, and no CPU goes to inflating it
             with c.stream("GET", url, headers={"Accept-Encoding": "identity"}, timeout=timeout_s) as resp:
                 if resp.status_code == 404:
-                    raise MetricsError(f"{said}: 404: the server runs without --enable-metrics (add it to the "
+                    raise MetricsOff(f"{said}: 404: the server runs without --enable-metrics (add it to the "
                                        "launch flags: SGLang serves /metrics only then)")
                 if resp.status_code != 200:
                     raise MetricsError(f"{said}: HTTP {resp.status_code}")
