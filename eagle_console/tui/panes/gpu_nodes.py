@@ -7,6 +7,7 @@ never as a node without GPUs.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
@@ -65,6 +66,16 @@ def sections_text(entries: list[dict[str, Any]], width: int | None, here: str | 
     return Text("\n").join(shown)
 
 
+def unreachable_entries(entries: list[dict[str, Any]], read_at: float, now: float) -> list[dict[str, Any]]:
+    """The last readings, kept while the head is unreachable: each node UNREACHABLE, its reading's age as of
+    `now`. The ages were the read's (`reading_age_s` at `read_at`, ~0 s for a live node): kept as they were,
+    a node read two minutes before the head died said "last reading 0s old" for as long as it stayed dead."""
+    aged = max(0.0, now - read_at)
+    return [{**e, "reachable": False, "error": "its head is unreachable",
+             "reading_age_s": None if e.get("reading_age_s") is None else e["reading_age_s"] + aged}
+            for e in entries]
+
+
 class NodeSections(QuietStatic):
     """`NodeSections(ctx)`: the cluster's nodes, read every NODES_S seconds off the event loop."""
 
@@ -74,6 +85,7 @@ class NodeSections(QuietStatic):
         super().__init__("reading the cluster's nodes…", **kwargs)
         self.ctx = ctx
         self.entries: list[dict[str, Any]] | None = None
+        self.read_at = 0.0  # when the read that gave `entries` ended (time.time(), as the ages are)
         self.failure: str | None = None  # why the last read failed, until one succeeds
         self.poller = Poller(self, refresh_s, self._read, self._show, self._failed, name="nodes-poll")
 
@@ -92,7 +104,7 @@ class NodeSections(QuietStatic):
         return read_nodes(cluster.address, self.ctx.journal)
 
     def _show(self, entries: list[dict[str, Any]]) -> None:
-        self.entries = entries
+        self.entries, self.read_at = entries, time.time()
         self.failure = None
         self.draw()
 
@@ -117,6 +129,6 @@ class NodeSections(QuietStatic):
         if not self.entries:
             self.update(head)
             return
-        kept = [{**e, "reachable": False, "error": "its head is unreachable"} for e in self.entries]
+        kept = unreachable_entries(self.entries, self.read_at, time.time())
         here = self.ctx.this_node(self.entries)
         self.update(head + Text("\n") + sections_text(kept, self.size.width or None, here))
