@@ -36,6 +36,7 @@ class RayRunner:
         self._asked: dict[str, float] = {}  # job id -> when poll last asked Ray
         self._ended: dict[str, int] = {}  # job id -> exit code, once terminal
         self._sessions: dict[str, dict[str, Any]] = {}  # job id -> the rank's `proc` event, once seen
+        self.problem: str | None = None  # NodeRunner.problem: the last ask about a rank failed, and why
 
     # -- questions about a node, answered by its agent ------------------------------------------------------
 
@@ -130,7 +131,12 @@ class RayRunner:
         if time.monotonic() - self._asked.get(job_id, -POLL_EVERY_S) < POLL_EVERY_S:
             return None
         self._asked[job_id] = time.monotonic()
-        info = self._client().get_job_info(job_id)
+        try:
+            info = self._client().get_job_info(job_id)
+        except Exception as exc:  # noqa: BLE001 - the head unreachable or busy: not an end (NodeRunner.problem)
+            self.problem = f"cannot ask the cluster about rank {proc.rank} on node {proc.node}: {exc}"
+            return None
+        self.problem = None
         self._copy_log(proc, final=info.status.is_terminal())  # read after the status: whole once terminal
         if not info.status.is_terminal():
             return None
@@ -143,8 +149,14 @@ class RayRunner:
 
     def stop(self, proc: RankProcess, grace_s: float) -> None:
         """stop_job (Ray SIGTERMs the rank's wrapper, which stops the rank's session), then wait for the end."""
-        client = self._client()
+        from eagle_console.cluster.link import HeadUnreachable
+
         job_id = proc.ref["job_id"]
+        try:
+            client = self._client()
+        except HeadUnreachable as exc:  # no one to ask to stop it, nor whether it ended: not waited on for nothing
+            self.problem = f"cannot ask the cluster to stop rank {proc.rank} on node {proc.node}: {exc}"
+            return
         try:
             client.stop_job(job_id)
         except Exception:  # noqa: BLE001 - a job already over cannot be stopped: nothing to do

@@ -96,6 +96,30 @@ class LogCopy:
             sys.stdout.buffer.flush()
 
 
+def watch(runner: NodeRunner, ranks: list[RankProcess], artifacts: Path, stop: threading.Event,
+          copy: LogCopy) -> tuple[RankProcess, int] | None:
+    """Until a rank ends (that rank and its code) or `stop` is set (None). While the runner cannot ask about
+    the ranks (the Ray head unreachable) they are not taken for ended: it is said once, and once more when
+    the runner can ask again."""
+    said: str | None = None
+    while not stop.wait(POLL_S):
+        copy.pump()
+        for r in ranks:
+            code = runner.poll(r)
+            if code is not None:
+                return r, code
+        if runner.problem != said:
+            if runner.problem is not None:
+                say(f"RANKS_UNWATCHED: {runner.problem}; the ranks run on as far as anyone knows: not taken for "
+                    "ended, rank 0's log not copied, until the cluster answers")
+            else:
+                say("the cluster answers again: the ranks are watched")
+            said = runner.problem
+        if record_sessions(runner, ranks):
+            save_ranks(artifacts, ranks)
+    return None
+
+
 def run(launches: list[dict], artifacts: Path, grace_s: float, runner: NodeRunner) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -110,23 +134,16 @@ def run(launches: list[dict], artifacts: Path, grace_s: float, runner: NodeRunne
         if stop.is_set():
             break
     copy = LogCopy(Path(ranks[0].log))
-    ended: tuple[RankProcess, int] | None = None
-    while not stop.wait(POLL_S):
-        copy.pump()
-        for r in ranks:
-            code = runner.poll(r)
-            if code is not None:
-                ended = (r, code)
-                break
-        if record_sessions(runner, ranks):
-            save_ranks(artifacts, ranks)
-        if ended:
-            break
+    ended = watch(runner, ranks, artifacts, stop, copy)
     copy.pump()
     if ended is None:
         say(f"stopping {len(ranks)} ranks on nodes {', '.join(r.node for r in ranks)}")
         stop_all(runner, ranks, grace_s)
         copy.pump()
+        unknown = [r for r in ranks if runner.poll(r) is None and runner.problem]
+        if unknown:  # the rollback's undo asks again and fails while it cannot tell
+            say(f"not known to have stopped: {', '.join(f'rank {r.rank} on node {r.node}' for r in unknown)} "
+                f"({runner.problem})")
         return 0
     dead, code = ended
     say(f"RANK_EXITED: rank {dead.rank} on node {dead.node} exited ({code}); stopping the other ranks — "

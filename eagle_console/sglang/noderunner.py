@@ -68,8 +68,14 @@ class NodeRunner(Protocol):
     def start(self, node: str, rank: int, argv: list[str], env: Mapping[str, str], log: Path) -> RankProcess:
         """Start `argv` on `node` in a session of its own; its output appears in `log` on this machine."""
 
+    # Why the runner could not ask about a rank at its last try (the Ray head unreachable), None once it
+    # could: `poll` then says None, never an end it does not know. A dead head's raylets and their ranks
+    # run on; taken for an end, the step failed and a serving rank 0 was listed as an orphan to kill.
+    problem: str | None
+
     def poll(self, proc: RankProcess) -> int | None:
-        """None while the rank runs; its exit code once it ended (-1 when the code cannot be known)."""
+        """None while the rank runs or cannot be asked about (`problem` says why); its exit code once it
+        ended (-1 when the code cannot be known)."""
 
     def stop(self, proc: RankProcess, grace_s: float) -> None:
         """SIGTERM the rank's whole session, SIGKILL what is left after `grace_s`; a no-op once it is gone."""
@@ -101,6 +107,8 @@ def machine_interfaces() -> list[str]:
 
 class LocalRunner:
     """Every node is this machine; a node's `env` (its EAGLE_CONSOLE_SIM) tells the nodes apart."""
+
+    problem: str | None = None  # its children answer to wait(): always known
 
     def __init__(self, nodes: Mapping[str, LocalNode]) -> None:
         self.nodes = dict(nodes)

@@ -124,6 +124,9 @@ def stop_ranks(ctx: ActionContext, name: str) -> int:
     stop_all(runner, ranks, stop_grace_s())
     left = [r for r in ranks if runner.poll(r) is None]
     if left:
-        raise BuiltinError("still running after the stop: " + ", ".join(f"rank {r.rank} on {r.node}" for r in left))
+        which = ", ".join(f"rank {r.rank} on {r.node}" for r in left)
+        if runner.problem:  # not asked: the head unreachable, say (a dead head's raylets and ranks run on)
+            raise BuiltinError(f"not known to have stopped: {which} ({runner.problem})")
+        raise BuiltinError(f"still running after the stop: {which}")
     ctx.say(f"{name}: every rank stopped ({', '.join(f'rank {r.rank} on {r.node}' for r in ranks)})")
     return 0
