@@ -278,7 +278,14 @@ def _plan(args: argparse.Namespace) -> Any:
 def _orphans_on_nodes(args: argparse.Namespace, address: str, grace: float, journal: Any) -> dict[str, Any]:
     """Every node's holders, and with --kill its KillRecord (the kill runs on the node, by its agent)."""
     from eagle_console.cluster.connect import ClusterError
-    from eagle_console.ops import kill_on_nodes, kill_summary, read_nodes, sample_once, this_machine
+    from eagle_console.ops import (
+        kill_on_nodes,
+        kill_summary,
+        orphans_left_on,
+        read_nodes,
+        sample_once,
+        this_machine,
+    )
 
     try:
         entries = read_nodes(address, journal)
@@ -302,6 +309,8 @@ def _orphans_on_nodes(args: argparse.Namespace, address: str, grace: float, jour
                 print(f"{h['pid']:>7} {_na(h['used_mib']):>8} MiB {h['class']:<7} {h['command'][:70]}")
             if "killed" in entry:
                 print(kill_summary(entry["killed"], entry["survivors"], entry["freed_mib"]))
+            if orphans_left_on(entry):
+                print(f"node {name}: not signalled: {_left_line(orphans_left_on(entry))}")
     return out
 
 
@@ -316,7 +325,7 @@ def _holder_dict(h: Any, refused: str | None) -> dict[str, Any]:
 def _finish(args: argparse.Namespace, doc: dict[str, Any], blind: bool, left: list[int] | None = None) -> int:
     """Exit status: a listing succeeded once it printed what it saw and why it could not see more (0);
     a kill failed (1) if it was blind (`blind`: no GPU backend), left survivors, did not signal a holder in
-    its scope (`left`: another user's orphan), or failed on a node."""
+    its scope (`left`: another user's orphan, here or on a node), or failed on a node."""
     if args.json:
         print_json(doc)
     elif doc["error"]:  # once, on stderr: the listing above may miss holders, and a kill did nothing
@@ -324,6 +333,9 @@ def _finish(args: argparse.Namespace, doc: dict[str, Any], blind: bool, left: li
               file=sys.stderr)
     if not args.kill:
         return 0
+    from eagle_console.ops import orphans_left_on
+
     nodes = doc.get("nodes") or {}
-    node_failed = any(isinstance(e, dict) and (e.get("survivors") or e.get("error")) for e in nodes.values())
+    node_failed = any(isinstance(e, dict) and (e.get("survivors") or e.get("error") or orphans_left_on(e))
+                      for e in nodes.values())
     return 1 if doc["survivors"] or left or blind or node_failed or isinstance(nodes.get("error"), str) else 0

@@ -24,7 +24,7 @@ _HOME = {
     "tracked_note": "orphans", "orphans_left": "orphans", "freed_text": "orphans", "kill_summary": "orphans",
     # every cluster node's reading and kill (ops/nodes.py)
     "read_nodes": "nodes", "kill_on_nodes": "nodes", "this_machine": "nodes", "holders_of": "nodes",
-    "gpus_of": "nodes",
+    "gpus_of": "nodes", "orphans_left_on": "nodes",
     "GraceError": "orphans", "resolve_grace": "orphans",
     # what only the console asks (ops/console.py): the engine handle, a built-in's traits
     "engine_for": "console", "builtin_class_or_none": "console",
@@ -36,7 +36,7 @@ __all__ = [  # every name the faces take from here (_HOME says where each lives)
     "GpuReader", "GpuReading", "GraceError", "Hints", "HolderScan", "KillPlan", "KillRecord",
     "NEUTRAL", "SELECTED", "builtin_class_or_none", "engine_for", "gpus_of", "holders_of", "kill",
     "freed_text", "kill_on_nodes", "kill_preview", "kill_summary", "memory_by_gpu", "orphans_left",
-    "plan_kill", "preselect", "preselected", "read_gpus",
+    "orphans_left_on", "plan_kill", "preselect", "preselected", "read_gpus",
     "read_gpus_once", "read_nodes", "refusal_text", "resolve_grace", "sample_once", "scan",
     "selection_scope", "this_machine", "tracked_note",
 ]
@@ -55,7 +55,14 @@ if TYPE_CHECKING:
     from eagle_console.ops.console import builtin_class_or_none, engine_for
     from eagle_console.ops.gpus import GpuReader, GpuReading, read_gpus, read_gpus_once, sample_once
     from eagle_console.ops.hints import NEUTRAL, Hints, refusal_text
-    from eagle_console.ops.nodes import gpus_of, holders_of, kill_on_nodes, read_nodes, this_machine
+    from eagle_console.ops.nodes import (
+        gpus_of,
+        holders_of,
+        kill_on_nodes,
+        orphans_left_on,
+        read_nodes,
+        this_machine,
+    )
     from eagle_console.ops.orphans import (
         SELECTED,
         GraceError,

@@ -8,6 +8,7 @@ says how old), never an empty list of GPUs.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -110,6 +111,14 @@ def read_nodes(address: str, journal: Journal | None = None,
             "refused": last.get("refused", {}) if last else {},
         })
     return out
+
+
+def orphans_left_on(entry: Mapping[str, Any]) -> list[int]:
+    """The orphans a node's agent chose and did not signal (another user's, another PID namespace's): their
+    GPU memory stays held, so the kill failed there, as `orphans_left` says of this machine's. A holder a
+    scope spares by design (a console, a live job) is never an orphan, so it is not counted."""
+    cls = {h.get("pid"): h.get("class") for h in entry.get("holders") or []}
+    return [r["pid"] for r in entry.get("refused") or [] if cls.get(r.get("pid")) == "orphan"]
 
 
 def kill_on_nodes(address: str, *, scope: str, match: list[str], grace: float, journal: Journal | None,

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
-from eagle_console.ops import KillRecord, freed_text, memory_by_gpu
+from eagle_console.ops import KillRecord, freed_text, memory_by_gpu, orphans_left_on
 from eagle_console.tui.theme import tstyle
 
 if TYPE_CHECKING:
@@ -70,7 +70,11 @@ def remote_text(out: dict[str, dict[str, Any]]) -> Text:
         line = f"node {node}: killed {len(r['killed'])}: {' '.join(map(str, r['killed'])) or '-'} · freed {freed:.0f} MiB"
         if r.get("survivors"):
             line += f" · SURVIVORS {' '.join(map(str, r['survivors']))}"
-        text += Text(line + "\n", style=tstyle("ec.error.bold" if r.get("survivors") else "ec.ok.bold"))
+        left = orphans_left_on(r)
+        if left:  # another user's orphans there: their memory stays held
+            line += f" · not signalled: {' '.join(map(str, left))} (their GPU memory stays in use)"
+        failed = r.get("survivors") or left
+        text += Text(line + "\n", style=tstyle("ec.error.bold" if failed else "ec.ok.bold"))
     text.rstrip()
     return text
 
