@@ -309,8 +309,9 @@ def _orphans_on_nodes(args: argparse.Namespace, address: str, grace: float, jour
                 print(f"{h['pid']:>7} {_na(h['used_mib']):>8} MiB {h['class']:<7} {h['command'][:70]}")
             if "killed" in entry:
                 print(kill_summary(entry["killed"], entry["survivors"], entry["freed_mib"]))
-            if orphans_left_on(entry):
-                print(f"node {name}: not signalled: {_left_line(orphans_left_on(entry))}")
+            left = orphans_left_on(entry)
+            if left:
+                print(f"node {name}: not signalled: {_left_line(left)}")
     return out
 
 

@@ -101,20 +101,20 @@ def watch(runner: NodeRunner, ranks: list[RankProcess], artifacts: Path, stop: t
     """Until a rank ends (that rank and its code) or `stop` is set (None). While the runner cannot ask about
     the ranks (the Ray head unreachable) they are not taken for ended: it is said once, and once more when
     the runner can ask again."""
-    said: str | None = None
+    unwatched = False  # said on a change only: the problem's text names whichever rank was asked last
     while not stop.wait(POLL_S):
         copy.pump()
         for r in ranks:
             code = runner.poll(r)
             if code is not None:
                 return r, code
-        if runner.problem != said:
-            if runner.problem is not None:
+        if (runner.problem is not None) != unwatched:
+            unwatched = runner.problem is not None
+            if unwatched:
                 say(f"RANKS_UNWATCHED: {runner.problem}; the ranks run on as far as anyone knows: not taken for "
                     "ended, rank 0's log not copied, until the cluster answers")
             else:
                 say("the cluster answers again: the ranks are watched")
-            said = runner.problem
         if record_sessions(runner, ranks):
             save_ranks(artifacts, ranks)
     return None
