@@ -161,3 +161,28 @@ def test_the_nccl_pane_takes_gpu_load_from_the_shared_context_not_the_dom(tmp_pa
                                            if f["code"] == "SHM_FALLBACK"), what="card class in SHM_FALLBACK")
 
     asyncio.run(main())
+
+
+def test_the_server_pane_leaves_out_metrics_reads_and_counts_them(tmp_path):
+    """Seen by hand in the demo: the Server pane was the console's own `"GET /metrics HTTP/1.1" 200 OK`
+    lines, one every second or two (its Metrics readings; SGLang's uvicorn logs every request). The pane now
+    leaves them out and says how many; other requests' access lines (a real log's POSTs) stay."""
+    ctx, log = service_ctx(tmp_path, select="0.3")
+    app = PanesApp(ctx)
+    real = data("sglang22166_decode_comma_new.txt")  # POST access lines and decode logs, 2026's format
+    reads = [f'[2026-04-05 20:02:5{i}] INFO:     127.0.0.1:{48700 + i} - "GET /metrics HTTP/1.1" 200 OK'
+             for i in range(6)]
+    mixed = [line for pair in zip(real, reads + [""] * len(real), strict=False) for line in pair if line]
+
+    async def main() -> None:
+        async with app.run_test(size=(120, 40)) as pilot:
+            pane = app.query_one(ServerPane)
+            await until(pilot, lambda: pane.path == log, what="service log resolved")
+            append(log, mixed)
+            await until(pilot, lambda: len(pane.shown_lines) >= len(real), what="lines shown")
+            assert not [s for s in pane.shown_lines if "GET /metrics" in s]
+            assert sum("POST /v1/chat/completions" in s for s in pane.shown_lines) == \
+                sum("POST /v1/chat/completions" in s for s in real) > 0
+            assert "6 /metrics access lines not shown" in str(pane.head.render())
+
+    asyncio.run(main())

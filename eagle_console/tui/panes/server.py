@@ -26,6 +26,15 @@ def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
 
 
 SPARK_WIDTH = 30  # the newest decode logs the head line has room for
+# uvicorn's access line of a /metrics read (`[…] INFO:     127.0.0.1:40052 - "GET /metrics HTTP/1.1" 200 OK`,
+# SGLang's format in sglang#9099's log): the console's own Metrics readings, one a second or two for as long
+# as the server runs, and any Prometheus scraper's. They say nothing of the server and buried what does;
+# the pane leaves them out and counts them, the log file keeps them.
+_METRICS_READ = re.compile(r' - "GET /metrics(?:\?\S*)? HTTP/\d(?:\.\d)?" \d{3}\b')
+
+
+def is_metrics_read(line: str) -> bool:
+    return '"GET /metrics' in line and _METRICS_READ.search(line) is not None
 
 
 def server_line_style(line: str) -> Style | None:
@@ -86,6 +95,14 @@ class ServerPane(ServiceLogPane):
         super().__init__(ctx, **kwargs)
         self.summary: dict[str, Any] | None = None
         self._parser: Any = None
+        self.metrics_reads = 0  # /metrics access lines of the followed log left out of the view
+
+    def view_lines(self, batch: LogBatch) -> list[str]:
+        if batch.reset:
+            self.metrics_reads = 0
+        shown = [line for line in batch.lines if not is_metrics_read(line)]
+        self.metrics_reads += len(batch.lines) - len(shown)
+        return shown
 
     def styler(self, line: str) -> Style | None:
         return server_line_style(line)
@@ -110,4 +127,8 @@ class ServerPane(ServiceLogPane):
         summary, history, speculative = batch.digest
         if batch.lines or batch.reset or self.summary is None:
             self.summary = summary
-            self.head.update(summary_text(summary, history, speculative))
+            head = summary_text(summary, history, speculative)
+            if self.metrics_reads:
+                head += Text(f"\n{self.metrics_reads} /metrics access lines not shown (the log file has them)",
+                             style="dim")
+            self.head.update(head)
