@@ -231,6 +231,7 @@ class LogView(Column):
         self.waiting = 0  # lines that arrived while paused and passed the filter
         self.received = 0  # lines received since the last clear()
         self.source = ""  # what is followed, for the status line
+        self.left_out = ""  # what the pane leaves out of the lines it shows, said in the status line
         self.filter_text = ""
         self._pattern: re.Pattern[str] | None = None
         self._invert = False
@@ -350,6 +351,8 @@ class LogView(Column):
         else:
             parts.append(counted(len(self.buffer), "line"))
         parts.append("f pauses" if self.following else "f follows")
+        if self.left_out:
+            parts.append(self.left_out)
         parts.append(self.source or "no log")
         self.status.update(" · ".join(parts))
         self.status.set_class(not self.following, "-paused")

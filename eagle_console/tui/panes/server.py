@@ -29,7 +29,7 @@ SPARK_WIDTH = 30  # the newest decode logs the head line has room for
 # uvicorn's access line of a /metrics read (`[…] INFO:     127.0.0.1:40052 - "GET /metrics HTTP/1.1" 200 OK`,
 # SGLang's format in sglang#9099's log): the console's own Metrics readings, one a second or two for as long
 # as the server runs, and any Prometheus scraper's. They say nothing of the server and buried what does;
-# the pane leaves them out and counts them, the log file keeps them.
+# the pane leaves them out and counts them in its status line ("12 /metrics hidden"); the file keeps them.
 _METRICS_READ = re.compile(r' - "GET /metrics(?:\?\S*)? HTTP/\d(?:\.\d)?" \d{3}\b')
 
 
@@ -98,10 +98,14 @@ class ServerPane(ServiceLogPane):
         self.metrics_reads = 0  # /metrics access lines of the followed log left out of the view
 
     def view_lines(self, batch: LogBatch) -> list[str]:
+        before = self.metrics_reads
         if batch.reset:
             self.metrics_reads = 0
         shown = [line for line in batch.lines if not is_metrics_read(line)]
         self.metrics_reads += len(batch.lines) - len(shown)
+        self.left_out = f"{self.metrics_reads} /metrics hidden" if self.metrics_reads else ""
+        if self.metrics_reads != before and not shown:
+            self._show_status()  # a batch of nothing but reads: add_lines draws no status for it
         return shown
 
     def styler(self, line: str) -> Style | None:
@@ -127,8 +131,4 @@ class ServerPane(ServiceLogPane):
         summary, history, speculative = batch.digest
         if batch.lines or batch.reset or self.summary is None:
             self.summary = summary
-            head = summary_text(summary, history, speculative)
-            if self.metrics_reads:
-                head += Text(f"\n{self.metrics_reads} /metrics access lines not shown (the log file has them)",
-                             style="dim")
-            self.head.update(head)
+            self.head.update(summary_text(summary, history, speculative))
