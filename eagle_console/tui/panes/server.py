@@ -30,11 +30,13 @@ SPARK_WIDTH = 30  # the newest decode logs the head line has room for
 # SGLang's format in sglang#9099's log): the console's own Metrics readings, one a second or two for as long
 # as the server runs, and any Prometheus scraper's. They say nothing of the server and buried what does;
 # the pane leaves them out and counts them in its status line ("12 /metrics hidden"); the file keeps them.
-_METRICS_READ = re.compile(r' - "GET /metrics(?:\?\S*)? HTTP/\d(?:\.\d)?" \d{3}\b')
+@functools.cache  # as _patterns: compiled at the first line that could be one, not at import
+def _metrics_read() -> re.Pattern[str]:
+    return re.compile(r' - "GET /metrics(?:\?\S*)? HTTP/\d(?:\.\d)?" \d{3}\b')
 
 
 def is_metrics_read(line: str) -> bool:
-    return '"GET /metrics' in line and _METRICS_READ.search(line) is not None
+    return '"GET /metrics' in line and _metrics_read().search(line) is not None
 
 
 def server_line_style(line: str) -> Style | None:
