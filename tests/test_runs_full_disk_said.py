@@ -39,8 +39,10 @@ HELD = re.compile(r"ended \(exit (\d+)\), not recorded yet: the journal cannot t
                   r"retrying every 2 s")
 
 
-def plan_on(tmp_path: Path, disk: Path, request, lines: int = 1) -> tuple[Path, Path]:
-    """The plan, its state on `disk`; its step ends at the test's end whatever happened (its `go`)."""
+def plan_on(tmp_path: Path, disk: Path, request, lines: int = 0) -> tuple[Path, Path]:
+    """The plan, its state on `disk`; its step ends at the test's end whatever happened (its `go`). With
+    `lines=0` the step writes nothing once the disk is full, so it ends with 0: one `echo` after the fill
+    (the default was 1) failed or not by where the log's last page ended (a CI run: `exit 1`, not 0)."""
     request.addfinalizer(lambda: (tmp_path / "go").touch())
     state = disk / "state"
     path = tmp_path / "plan.toml"
