@@ -20,7 +20,10 @@ LOGS_MIN_ROWS = 5  # #logs' min-height in console.tcss
 def columns(app: Any, width: int) -> None:
     """The Plan pane takes more of a narrow terminal. Set on the one widget rather than through a
     breakpoint class on the Screen, which restyles every widget (~40 ms before the first frame)."""
-    zoom.main_screen(app).query_one("#left").styles.width = _plan_share(app, width)
+    left = zoom.main_screen(app).query("#left")
+    if not left:  # the screen torn down under a late Resize (SIGTERM's quit, Textual 6.0 in a CI run): NoMatches
+        return
+    left.first().styles.width = _plan_share(app, width)
 
 
 def plan_width(app: Any, width: int) -> int:

@@ -15,8 +15,9 @@ ZOOMED_WIDTH = 0.44  # of the screen, when the left column is zoomed away
 def width(app: Any) -> int:
     """Cells a toast takes: the Step pane's width inside its borders, so that a toast covers the pane's
     text whole (a narrower toast left the ends of the lines under it standing beside it: `rafte`)."""
-    left = app.detail.screen.query_one("#left")  # the main screen's, under a dialog too
-    if left.display and left.outer_size.width > 2:
+    found = app.detail.screen.query("#left")  # the main screen's, under a dialog too; none once torn down
+    left = found.first() if found else None
+    if left is not None and left.display and left.outer_size.width > 2:
         return left.outer_size.width - 2
     return max(20, int(app.size.width * ZOOMED_WIDTH))
 
