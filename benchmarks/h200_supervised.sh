@@ -32,11 +32,14 @@ for h in d["holders"]:
 print("  killed", d.get("killed"))
 PY
 }
-$py -m eagle_console orphans --json > "$OUT/sup-noplan.json"; echo "== orphans (no plan): rc=$?"; show "$OUT/sup-noplan.json"
-$py -m eagle_console orphans "$dir/plan.toml" --json > "$OUT/sup-plan.json"; echo "== orphans PLAN: rc=$?"; show "$OUT/sup-plan.json"
+$py -m eagle_console orphans --json > "$OUT/sup-noplan.json"
+echo "== orphans (no plan): rc=$?"; show "$OUT/sup-noplan.json"
+$py -m eagle_console orphans "$dir/plan.toml" --json > "$OUT/sup-plan.json"
+echo "== orphans PLAN: rc=$?"; show "$OUT/sup-plan.json"
 $py -m eagle_console orphans --kill --yes --json > "$OUT/sup-kill.json" 2>"$OUT/sup-kill.err"
 echo "== orphans --kill --yes (no plan): rc=$?"; show "$OUT/sup-kill.json"
-echo "nvidia-smi: $(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader | tr '\n' ';')"
+apps() { nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader | tr '\n' ';'; }
+echo "nvidia-smi: $(apps)"
 $py -m eagle_console rollback "$dir/plan.toml" 0.1 --yes --force > /dev/null 2>&1
-sleep 3; echo "after rollback, nvidia-smi: $(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader | tr '\n' ';')"
+sleep 3; echo "after rollback, nvidia-smi: $(apps)"
 pkill -f /tmp/holder.py; true

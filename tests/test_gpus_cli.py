@@ -247,7 +247,8 @@ def test_a_live_run_of_a_plan_not_given_says_whose_it_is(held_run):
     listed = json.loads(cli("orphans", "--json", "--sim", str(sim)).stdout)["holders"]
     (h,) = [h for h in listed if h["pid"] == worker]
     assert h["class"] == "other" and h["owner"] is None, h
-    assert re.fullmatch(rf"eagle-console run \d+, step 0\.1, state {re.escape(str(plan.parent))}/\.eagle-console/"
+    state = re.escape(str(plan.parent))
+    assert re.fullmatch(rf"eagle-console run \d+, step 0\.1, state {state}/\.eagle-console/"
                         r"\S+ \(supervisor \d+\)", h["reason"] or ""), h
     killed = cli("orphans", "--kill", "--yes", "--json", "--sim", str(sim))
     assert json.loads(killed.stdout)["killed"] == [] and alive(worker), killed.stdout

@@ -42,8 +42,8 @@ def test_k_says_the_nodes_orphan_was_not_signalled():
     from eagle_console.tui.screens.kill_text import remote_text
 
     text = remote_text({"b": _node_entry(REFUSED, [{"pid": 4101, "class": "orphan"}, THEIRS, CONSOLE])})
-    assert text.plain == ("node b: killed 1: 4101 · freed 4000 MiB · not signalled: 4102 (their GPU memory stays "
-                          "in use)"), text.plain
+    assert text.plain == ("node b: killed 1: 4101 · freed 4000 MiB · not signalled: 4102 "
+                          "(their GPU memory stays in use)"), text.plain
     from eagle_console.tui.theme import tstyle
 
     assert [span.style for span in text.spans] == [tstyle("ec.error.bold")], text.spans  # a failure's colour

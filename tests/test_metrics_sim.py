@@ -118,7 +118,8 @@ def test_a_server_without_metrics_is_not_asked_every_second(tmp_path):
         journal.close()
         srv.cleanup()
     assert asked == 1 and again == 2, srv.text()[-2000:]
-    assert all("--enable-metrics" in d["error"] and "not asked again for 2.5 s" in d["error"] for d in docs), docs
+    assert all("--enable-metrics" in d["error"] and "not asked again for 2.5 s" in d["error"]
+               for d in docs), docs
 
 
 # The working-drafter test's baseline, below the K2.5 runs' 82 tok/s: the sim decodes ~100 tok/s in

@@ -30,8 +30,8 @@ def test_a_dead_head_is_no_end_of_a_rank(tmp_path):
     runner = RayRunner(address)
     rank = _ranks(address, tmp_path)[1]
     assert runner.poll(rank) is None  # it raised HeadUnreachable before: the service died of it
-    assert runner.problem.startswith("cannot ask the cluster about rank 1 on node b: head unreachable since"), \
-        runner.problem
+    said = "cannot ask the cluster about rank 1 on node b: head unreachable since"
+    assert runner.problem.startswith(said), runner.problem
     assert f"nothing listens at {address}" in runner.problem
 
 

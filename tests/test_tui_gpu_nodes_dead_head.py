@@ -16,8 +16,8 @@ GPU = {"index": 0, "name": "RTX PRO 6000", "memory_total_mib": 97887.0, "memory_
 
 def _entry(name: str, age: float | None) -> dict:
     return {"name": name, "address": "192.0.2.2", "node_id": "n" + name, "reachable": True, "error": None,
-            "reading_age_s": age, "gpus": None if age is None else [GPU], "holders": None if age is None else [],
-            "refused": {}}
+            "reading_age_s": age, "gpus": None if age is None else [GPU],
+            "holders": None if age is None else [], "refused": {}}
 
 
 def test_a_dead_heads_nodes_say_how_old_their_last_reading_is_now():

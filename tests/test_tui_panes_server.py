@@ -185,6 +185,7 @@ def test_the_server_pane_leaves_out_metrics_reads_and_counts_them(tmp_path):
                 sum("POST /v1/chat/completions" in s for s in real) > 0
             assert " · 6 /metrics hidden · " in str(pane.status.render())
             append(log, reads[:2])  # a poll that brings nothing but reads still counts them
-            await until(pilot, lambda: " · 8 /metrics hidden · " in str(pane.status.render()), what="8 hidden")
+            await until(pilot, lambda: " · 8 /metrics hidden · " in str(pane.status.render()),
+                        what="8 hidden")
 
     asyncio.run(main())

@@ -32,7 +32,8 @@ def test_a_resize_and_a_toast_after_the_plan_column_is_gone(tmp_path):
         await app.query_one("#left").remove()
         await pilot.pause()
         fit.columns(app, 100)  # raised NoMatches
-        seen.append((toasts.width(app), max(20, int(app.size.width * toasts.ZOOMED_WIDTH))))  # raised NoMatches
+        # raised NoMatches; the left column away, a toast gets its zoomed-away width
+        seen.append((toasts.width(app), max(20, int(app.size.width * toasts.ZOOMED_WIDTH))))
         await pilot.resize_terminal(100, 30)
         await pilot.pause()
 

@@ -133,7 +133,8 @@ class RayRunner:
         self._asked[job_id] = time.monotonic()
         try:
             info = self._client().get_job_info(job_id)
-        except Exception as exc:  # noqa: BLE001 - the head unreachable or busy: not an end (NodeRunner.problem)
+        # the head unreachable or busy: not an end (NodeRunner.problem)
+        except Exception as exc:  # noqa: BLE001
             self.problem = f"cannot ask the cluster about rank {proc.rank} on node {proc.node}: {exc}"
             return None
         self.problem = None
@@ -154,7 +155,7 @@ class RayRunner:
         job_id = proc.ref["job_id"]
         try:
             client = self._client()
-        except HeadUnreachable as exc:  # no one to ask to stop it, nor whether it ended: not waited on for nothing
+        except HeadUnreachable as exc:  # no one to ask to stop it or whether it ended: nothing to wait on
             self.problem = f"cannot ask the cluster to stop rank {proc.rank} on node {proc.node}: {exc}"
             return
         try:

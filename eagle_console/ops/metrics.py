@@ -230,7 +230,7 @@ class MetricsWatch:
             self.readings.append(Reading(at, t, None, None, tgt.problem))
             return self.report()
         if self._off is not None and self._off[0] == tgt.url and t < self._off[1]:
-            self.readings.append(Reading(at, t, None, None, self._off[2]))  # its answer stands, not asked again
+            self.readings.append(Reading(at, t, None, None, self._off[2]))  # not asked again: it stands
             return self.report()
         try:
             if scrape_fn is not None:

@@ -111,8 +111,8 @@ def watch(runner: NodeRunner, ranks: list[RankProcess], artifacts: Path, stop: t
         if (runner.problem is not None) != unwatched:
             unwatched = runner.problem is not None
             if unwatched:
-                say(f"RANKS_UNWATCHED: {runner.problem}; the ranks run on as far as anyone knows: not taken for "
-                    "ended, rank 0's log not copied, until the cluster answers")
+                say(f"RANKS_UNWATCHED: {runner.problem}; the ranks run on as far as anyone knows: "
+                    "not taken for ended, rank 0's log not copied, until the cluster answers")
             else:
                 say("the cluster answers again: the ranks are watched")
         if record_sessions(runner, ranks):

@@ -21,7 +21,7 @@ def columns(app: Any, width: int) -> None:
     """The Plan pane takes more of a narrow terminal. Set on the one widget rather than through a
     breakpoint class on the Screen, which restyles every widget (~40 ms before the first frame)."""
     left = zoom.main_screen(app).query("#left")
-    if not left:  # the screen torn down under a late Resize (SIGTERM's quit, Textual 6.0 in a CI run): NoMatches
+    if not left:  # the screen torn down under a late Resize (SIGTERM's quit on Textual 6.0, a CI run)
         return
     left.first().styles.width = _plan_share(app, width)
 
