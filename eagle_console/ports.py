@@ -108,10 +108,10 @@ def _pick(range_file: Path) -> int:
 
 
 def _bindable(port: int) -> bool:
-    """Free as the servers that take it bind: with SO_REUSEADDR (SGLang's `is_port_available` in
-    sglang/srt/utils, the simulated server's `allow_reuse_address`, asyncio's `create_server` on Linux). A
-    port whose last server closed its connections first stays in TIME_WAIT for 60 s; they bind it, a bare
-    bind does not, and a one-port EAGLE_CONSOLE_PORTS read "no free port" after a restart."""
+    """Free as the servers that take it bind: with SO_REUSEADDR (SGLang 0.5.23's `is_port_available`,
+    srt/utils/network.py:181-195; the simulated server's `allow_reuse_address`; asyncio's `create_server` on
+    Linux). A port whose last server closed its connections first stays in TIME_WAIT for 60 s; they bind it,
+    a bare bind does not, and a one-port EAGLE_CONSOLE_PORTS read "no free port" after a restart."""
     return _bind_error(socket.AF_INET, ("127.0.0.1", port)) is None
 
 
