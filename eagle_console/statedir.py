@@ -8,6 +8,11 @@ closed too.
 
 Its layout is spelled here once: `journal.db`, `runs/` (run specs, their exit and held slots),
 `logs/` (step and rollback logs), `artifacts/<step>/` (what a built-in keeps for its undo).
+
+Root acting on an operator's plan (`sudo eagle-console run …`, a kill of another user's orphan) writes into
+the operator's state dir: what it creates there goes to the folder's owner, as SQLite gives the journal's
+-wal/-shm to the database's owner. Before, those files were root's and 0600, and the operator's own console
+said their step's log did not exist and its undo had "no backup recorded".
 """
 
 from __future__ import annotations
@@ -62,8 +67,61 @@ def private_dirs(path: Path) -> Path:
         try:
             d.mkdir(mode=DIR_MODE)
         except FileExistsError:  # made by another process at the same instant
-            pass
+            continue
+        give_to_folder_owner(d, d.parent)
     return path
+
+
+def give_to_folder_owner(target: int | Path, folder: Path) -> None:
+    """As root: give `target` (a file descriptor, or a directory just made) to `folder`'s owner when that is
+    not root. Only for what the caller has just created (O_EXCL, mkdir): never a name planted beforehand, and
+    a directory is changed without following a link swapped in since."""
+    if os.geteuid() != 0:
+        return
+    try:
+        st = os.stat(folder)
+        if st.st_uid == 0:
+            return
+        if isinstance(target, int):
+            os.fchown(target, st.st_uid, st.st_gid)
+        else:
+            os.chown(target, st.st_uid, st.st_gid, follow_symlinks=False)
+    except OSError:
+        pass  # best effort, as tighten(): never fails a run
+
+
+def open_created(path: str | os.PathLike[str], flags: int, mode: int = FILE_MODE) -> int:
+    """`os.open(path, flags, mode)`; a file it creates as root goes to its folder's owner (above)."""
+    if os.geteuid() != 0 or not flags & os.O_CREAT:
+        return os.open(path, flags, mode)
+    try:
+        fd = os.open(path, flags | os.O_EXCL, mode)
+    except FileExistsError:
+        if flags & os.O_EXCL:
+            raise
+        return os.open(path, flags, mode)  # there already: whoever's it is stays so
+    give_to_folder_owner(fd, Path(os.path.abspath(path)).parent)
+    return fd
+
+
+def blocked_by(path: Path) -> tuple[Path, str] | None:
+    """The folder (or the file) on the way to `path` that this user may not read, and its owner's name:
+    what an operator is told when another user's state dir is closed to them. None if nothing is."""
+    import pwd
+
+    for p in [Path(path), *Path(path).parents]:
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue  # not there, or inside a folder closed to us: the folder above is the one to name
+        if os.access(p, os.R_OK | (os.X_OK if p.is_dir() else 0)):
+            return None
+        try:
+            owner = pwd.getpwuid(st.st_uid).pw_name
+        except KeyError:
+            owner = f"uid {st.st_uid}"
+        return p, owner
+    return None
 
 
 def tighten(path: Path, mode: int) -> None:
@@ -76,8 +134,8 @@ def tighten(path: Path, mode: int) -> None:
 
 
 def private_opener(path: str, flags: int) -> int:
-    """`open(..., opener=private_opener)`: a file it creates is 0600."""
-    return os.open(path, flags, FILE_MODE)
+    """`open(..., opener=private_opener)`: a file it creates is 0600 (and its folder owner's, made by root)."""
+    return open_created(path, flags, FILE_MODE)
 
 
 def write_private(path: Path, data: str | bytes) -> None:
@@ -93,7 +151,7 @@ def private_database(path: Path) -> None:
     private_dirs(path.parent)
     tighten(path.parent, DIR_MODE)
     try:
-        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, FILE_MODE))
+        os.close(open_created(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, FILE_MODE))
     except OSError:
         pass  # it exists (never open+close an open database: that drops its POSIX locks), or is not ours
     for f in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):

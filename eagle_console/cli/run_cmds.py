@@ -241,9 +241,7 @@ def cmd_log(args: argparse.Namespace) -> int:
     if run is None:
         raise CliError(f"step {args.step} has not run yet: no log", code=1)
     path = Path(run.log)
-    if not path.exists():
-        raise CliError(f"the log {path} does not exist (yet)", code=1)
-    from eagle_console.node.tail import NotRegularFile, read_lines
+    from eagle_console.node.tail import NotRegularFile, Unreadable, read_lines
 
     run = engine.journal.latest_run(args.step, kind=None) if args.follow else None
 
@@ -256,6 +254,8 @@ def cmd_log(args: argparse.Namespace) -> int:
     try:  # only a regular file, read up to its size now; control bytes escaped (tail.clean_line)
         for line in read_lines(path, until=run_ended if args.follow else None):
             print(line, flush=args.follow)
-    except NotRegularFile as exc:
+    except FileNotFoundError:
+        raise CliError(f"the log {path} does not exist (yet)", code=1) from None
+    except (NotRegularFile, Unreadable) as exc:  # another user's log is said as theirs, not as missing
         raise CliError(str(exc), code=1) from None
     return 0

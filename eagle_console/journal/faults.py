@@ -63,6 +63,19 @@ def describe(path: Path, exc: BaseException) -> JournalError:
     return JournalError(f"the journal {path} {what}")
 
 
+def closed_to_us(path: Path, exc: OSError) -> JournalError:
+    """The journal of a plan whose state dir is another user's (private by design: it keeps the plan's
+    `[env]` values and the steps' logs): whose it is and what to do, not `internal error: PermissionError`."""
+    from eagle_console.statedir import blocked_by
+
+    where = blocked_by(path)
+    whose = f"{where[0]} is {where[1]}'s, closed to other users" if where else exc.strerror or str(exc)
+    return JournalError(
+        f"the journal {path} cannot be opened: permission denied ({whose}; a plan's state is its owner's "
+        f"alone: it keeps the plan's [env] values and the steps' logs). Open the plan as its owner, or keep "
+        f"a history of your own with --state-dir DIR or EAGLE_CONSOLE_STATE=DIR (their runs are not in it)")
+
+
 @contextmanager
 def said(path: Path) -> Iterator[None]:
     """SQLite's errors on the journal at `path` become a JournalError that names the file and what to do."""

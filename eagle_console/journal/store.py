@@ -22,6 +22,7 @@ from eagle_console.journal.derived import Derived, open_readonly
 from eagle_console.journal.faults import (
     JournalError,
     check_version,
+    closed_to_us,
     file_identity,
     has_column,
     history_lost_note,
@@ -78,6 +79,14 @@ class Journal:
         self._lock = threading.RLock()
         # the incremental fold of runs(): every run, by id and by step, and the last event id folded
         self._fold = RunFold()  # runs(), folded incrementally (journal/runfold.py)
+        try:
+            self._open(readonly)
+        except PermissionError as exc:  # another user's state dir (issue 26's shared node)
+            raise closed_to_us(self.path, exc) from None
+        self._identity = file_identity(self.path)  # to notice the file deleted or replaced while open
+        self._network = network_note(self.path)  # read once: a folder does not move to another filesystem
+
+    def _open(self, readonly: bool) -> None:
         with said(self.path):
             if readonly:
                 self._conn = open_readonly(self.path, SCHEMA)
@@ -92,8 +101,6 @@ class Journal:
             # A read-only journal of schema 1 (never migrated by a reader) has no `face` column: read it as NULL.
             self._face_col = "face" if has_column(self._conn, "events", "face") else "NULL"
             self._cols = f"{self._COLS}, {self._face_col}"
-        self._identity = file_identity(self.path)  # to notice the file deleted or replaced while open
-        self._network = network_note(self.path)  # read once: a folder does not move to another filesystem
 
     def _init_schema(self) -> None:
         """WAL mode and the schema, safe when several processes open a new journal at the same instant.

@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from eagle_console.statedir import open_created
+
 MAX_LINE = 64 * 1024
 MAX_BYTES_PER_READ = 1024 * 1024  # per read_new() call: a poll never reads more than this
 CUT_MARK = " …[line cut at {limit} bytes]"
@@ -46,6 +48,20 @@ class NotRegularFile(OSError):
         self.path = os.fspath(path)
 
 
+class Unreadable(OSError):
+    """The path is there but closed to this user (another user's log, or one inside their state dir):
+    said with whose it is, never taken for a file not written yet."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        from eagle_console.statedir import blocked_by
+
+        where = blocked_by(Path(path))
+        whose = "" if where is None else f" (it is {where[1]}'s)" if where[0] == Path(path) else \
+            f" ({where[0]} is {where[1]}'s)"
+        super().__init__(f"{os.fspath(path)} cannot be read: permission denied{whose}")
+        self.path = os.fspath(path)
+
+
 def open_regular(path: str | os.PathLike[str], *, append: bool = False) -> int:
     """A file descriptor on `path` only if it is a regular file, else NotRegularFile.
 
@@ -63,7 +79,7 @@ def open_regular(path: str | os.PathLike[str], *, append: bool = False) -> int:
     flags = os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
     flags |= (os.O_WRONLY | os.O_APPEND | os.O_CREAT) if append else os.O_RDONLY
     try:
-        fd = os.open(path, flags, 0o600)  # logs live in the private state dir (0600 files)
+        fd = open_created(path, flags, 0o600)  # logs live in the private state dir (0600 files)
     except OSError as exc:
         if exc.errno in (errno.ENXIO, errno.EISDIR, errno.EOPNOTSUPP):
             raise NotRegularFile(path, _mode_or_none(path)) from None
@@ -146,6 +162,7 @@ class LogFollower:
         self._end: int | None = None  # one-shot reads stop here (the size when they began)
         self.more = False  # True when the last call stopped at max_bytes with data left
         self.refused: str | None = None  # why the path is not read (a FIFO, a device…), while it is so
+        self.refusal: OSError | None = None  # that reason as the error a one-shot read raises
 
     # ---- public ----------------------------------------------------------------------------------
 
@@ -185,14 +202,13 @@ class LogFollower:
     def _open(self, out: list[str] | None = None) -> bool:
         try:
             fd = open_regular(self.path)
+        except PermissionError:  # there, but not ours to read: said, never a blank pane or "no such file"
+            return self._refuse(Unreadable(self.path), out)
         except NotRegularFile as exc:
-            if self.refused != str(exc) and out is not None:
-                out.append(f"[eagle-console] {exc}")
-            self.refused = str(exc)
+            return self._refuse(exc, out)
+        except (FileNotFoundError, NotADirectoryError):
             return False
-        except (FileNotFoundError, NotADirectoryError, PermissionError):
-            return False
-        self.refused = None
+        self.refused, self.refusal = None, None
         st = os.fstat(fd)
         self._fd, self._ident = fd, (st.st_dev, st.st_ino)
         self._partial.clear()
@@ -203,6 +219,12 @@ class LogFollower:
         self._first_open = False
         self._head = os.pread(fd, _FINGERPRINT, 0) if st.st_size else b""
         return True
+
+    def _refuse(self, exc: OSError, out: list[str] | None) -> bool:
+        if self.refused != str(exc) and out is not None:
+            out.append(f"[eagle-console] {exc}")
+        self.refused, self.refusal = str(exc), exc
+        return False
 
     def _drain(self, out: list[str], budget: int) -> int:
         """Read from the open file up to `budget` bytes; returns the bytes consumed."""
@@ -337,12 +359,12 @@ def follow(
 ) -> Iterator[str]:
     """Yield lines of `path` as they are written, forever or until `stop()` returns True (for
     `--follow` commands). Polls every `interval` seconds when there is nothing new. A path that is not
-    a regular file raises NotRegularFile."""
+    a regular file raises NotRegularFile, one closed to this user Unreadable."""
     with LogFollower(path, start=start, last_lines=last_lines) as follower:
         while stop is None or not stop():
             lines = follower.read_new()
-            if follower.refused:
-                raise NotRegularFile(path, _mode_or_none(path))
+            if follower.refusal is not None:
+                raise follower.refusal
             yield from lines
             if not lines and not follower.more:
                 sleep(interval)
@@ -360,12 +382,12 @@ def read_lines(
     without newline is included. Reads up to the size the file had when opened, so a file that keeps
     growing cannot keep a one-shot command going. With `until`, keeps reading what is appended until
     `until()` is true (asked when nothing new came), then reads to the size at that moment and stops.
-    Raises FileNotFoundError, or NotRegularFile for a FIFO, device, socket or directory."""
+    Raises FileNotFoundError, NotRegularFile for a FIFO, device, socket or directory, or Unreadable."""
     follower = LogFollower(path, max_line=max_line)
     try:
         if not follower._open():
-            if follower.refused:
-                raise NotRegularFile(path, _mode_or_none(path))
+            if follower.refusal is not None:
+                raise follower.refusal
             raise FileNotFoundError(errno.ENOENT, "no such file", os.fspath(path))
         assert follower._fd is not None
         if until is None:

@@ -158,11 +158,11 @@ class LocalRunner:
 
     def start(self, node: str, rank: int, argv: list[str], env: Mapping[str, str], log: Path) -> RankProcess:
         from eagle_console.processes import start_of
-        from eagle_console.statedir import private_dirs
+        from eagle_console.statedir import open_created, private_dirs
 
         full_env = {**os.environ, **env, **self.node_env(node)}
         private_dirs(log.parent)
-        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        fd = open_created(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:  # a session of its own: the rank is stopped as a whole, as it would be on another machine
             child = subprocess.Popen(argv, env=full_env, stdin=subprocess.DEVNULL, stdout=fd,
                                      stderr=subprocess.STDOUT, start_new_session=True)

@@ -72,12 +72,16 @@ class ActionContext:
         return Journal(journal_path(self.state_dir))
 
     def load(self, name: str) -> Any | None:
-        from eagle_console.inputfile import STATE_CAP, load_json
+        """What `save` kept, or None when nothing was: a record that is there but cannot be read (another
+        user's, not a regular file, not JSON) is said as such, never as "no backup recorded"."""
+        from eagle_console.inputfile import NOT_FOUND, STATE_CAP, InputFileError, load_json
 
         try:
             return load_json(self.artifacts / name, STATE_CAP)
-        except ValueError:  # InputFileError: missing, not a regular file, too big, not JSON
-            return None
+        except InputFileError as exc:
+            if exc.why == NOT_FOUND:
+                return None
+            raise BuiltinError(f"what this step's run kept for later cannot be used: {exc}") from None
 
 
 class Builtin:

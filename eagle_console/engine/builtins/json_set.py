@@ -11,7 +11,7 @@ from typing import Any
 
 from eagle_console.engine.builtins.base import ActionContext, Builtin, BuiltinError
 from eagle_console.inputfile import EDIT_CAP, InputFileError, read_bytes
-from eagle_console.statedir import private_dirs
+from eagle_console.statedir import give_to_folder_owner, private_dirs
 
 STATE = "json_set.json"
 
@@ -47,6 +47,7 @@ def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
                 os.chown(tmp, st.st_uid, st.st_gid)  # root editing an operator's file must not take it over
         else:
             os.chmod(tmp, 0o644 if mode is None else mode)
+            give_to_folder_owner(Path(tmp), path.parent)  # root's backup in an operator's state dir: theirs
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

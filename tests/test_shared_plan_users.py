@@ -1,0 +1,136 @@
+"""A plan on a node two users share (tried by hand: root and a second login on one plan folder).
+
+Before: the second user's `status`, `next`, `log`, `orphans PLAN` and the console all ended in "internal
+error: PermissionError" (the plan's state dir is private to its owner by design); and after root ran a step
+of an operator's plan (`sudo eagle-console run …`), the files it made in their state dir were root's 0600:
+the operator's `log` said "internal error: FileNotFoundError: no such file" of a log that was there, their
+console's Output pane stayed blank, and the undo said "no backup recorded for this step: nothing to
+restore" of a backup that was there. Now the second user is told whose the state is and what to do, root's
+files in an operator's state dir are the operator's, and a log or undo record that cannot be read says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from test_hidepid import readable_site
+
+OTHER_USER = 65534
+AS_OTHER = ["setpriv", "--reuid", str(OTHER_USER), "--regid", str(OTHER_USER), "--clear-groups"]
+PLAN = """
+[plan]
+id = "shared"
+title = "A shared node"
+
+[[phase]]
+id = "0"
+title = "P"
+  [[phase.step]]
+  id = "0.1"
+  title = "Fix the drafter's config"
+  uses = "json.set"
+  with = {{ path = "{cfg}", set = {{ max_position_embeddings = 262144 }} }}
+  confirm = false
+"""
+
+
+@pytest.fixture
+def shared(request):
+    """(a folder every user can enter, the environment the second user's commands run with)."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("a second user: needs root and setpriv")
+    top = Path(tempfile.mkdtemp(prefix="eagle-shared-"))
+    request.addfinalizer(lambda: shutil.rmtree(top, ignore_errors=True))
+    env = {**os.environ, "PYTHONPATH": readable_site(top), "HOME": "/tmp"}
+    env.pop("EAGLE_CONSOLE_STATE", None)
+    probe = subprocess.run([*AS_OTHER, sys.executable, "-c", "import eagle_console"], env=env,
+                           capture_output=True, text=True, cwd="/tmp")
+    if probe.returncode:
+        pytest.skip(f"cannot run Python as uid {OTHER_USER}: {probe.stderr.strip()[-200:]}")
+    return top, env
+
+
+def console(*args: object, env: dict[str, str] | None = None, user: list[str] = ()) -> subprocess.CompletedProcess:
+    return subprocess.run([*user, sys.executable, "-m", "eagle_console", *map(str, args)], capture_output=True,
+                          text=True, timeout=120, env=env, cwd="/tmp")
+
+
+def write_plan(folder: Path, uid: int) -> tuple[Path, Path]:
+    """A plan and the config its step edits, in `folder`, both `uid`'s (as an operator's own files)."""
+    folder.mkdir(mode=0o755)
+    cfg = folder / "config.json"
+    cfg.write_text('{"model_type": "llama"}\n')
+    plan = folder / "plan.toml"
+    plan.write_text(PLAN.format(cfg=cfg))
+    for p in (folder, cfg, plan):
+        os.chown(p, uid, uid)
+    return plan, cfg
+
+
+def test_a_second_user_is_told_whose_the_plans_state_is(shared):
+    top, env = shared
+    plan, _cfg = write_plan(top / "plans", 0)
+    assert console("run", plan, "0.1", "--yes", "--wait").returncode == 0  # root's history of the plan
+    for args in (["status", plan], ["next", plan], ["log", plan, "0.1"], ["orphans", plan]):
+        out = console(*args, env=env, user=AS_OTHER)
+        assert out.returncode == 1, (args, out.stdout, out.stderr)
+        assert "internal error" not in out.stderr, (args, out.stderr)
+        assert f"{plan.parent / '.eagle-console'} is root's, closed to other users" in out.stderr, out.stderr
+        assert "--state-dir DIR or EAGLE_CONSOLE_STATE=DIR" in out.stderr
+    own = top / "theirs"
+    own.mkdir(mode=0o777)
+    out = console("status", plan, "--state-dir", own / "state", env=env, user=AS_OTHER)
+    assert out.returncode == 0 and "0.1 Fix the drafter's config  [pending]" in out.stdout, out.stderr
+
+
+def test_root_running_an_operators_step_leaves_its_state_to_the_operator(shared):
+    top, env = shared
+    plan, cfg = write_plan(top / "plans", OTHER_USER)
+    original = cfg.read_bytes()
+    out = console("run", plan, "0.1", "--yes", "--wait")  # sudo eagle-console run … on their plan
+    assert out.returncode == 0, (out.stdout, out.stderr)
+    state = plan.parent / ".eagle-console"
+    roots = [str(p) for p in [state, *state.rglob("*")] if p.lstat().st_uid != OTHER_USER]
+    assert roots == [], roots
+    assert cfg.stat().st_uid == OTHER_USER and json.loads(cfg.read_text())["max_position_embeddings"] == 262144
+    log = console("log", plan, "0.1", env=env, user=AS_OTHER)
+    assert log.returncode == 0 and "max_position_embeddings" in log.stdout, log.stderr
+    undo = console("rollback", plan, "0.1", "--yes", env=env, user=AS_OTHER)
+    assert undo.returncode == 0, (undo.stdout, undo.stderr)
+    assert cfg.read_bytes() == original
+
+
+def test_a_log_closed_to_the_reader_is_said_as_such(shared):
+    """The Output pane's follower and `log`: another user's log is named as theirs, not as missing."""
+    top, env = shared
+    plan, _cfg = write_plan(top / "plans", OTHER_USER)
+    assert console("run", plan, "0.1", "--yes", "--wait").returncode == 0
+    (log,) = (plan.parent / ".eagle-console" / "shared" / "logs").glob("0.1-*.log")
+    os.chown(log, 0, 0)  # as an older eagle-console left it, or a step's own log in root's folder
+    out = console("log", plan, "0.1", env=env, user=AS_OTHER)
+    assert out.returncode == 1 and f"{log} cannot be read: permission denied (it is root's)" in out.stderr, out
+    pane = subprocess.run([*AS_OTHER, sys.executable, "-c", "import sys\nfrom eagle_console.node.tail import "
+                           "LogFollower\nprint(LogFollower(sys.argv[1]).read_new())", str(log)],
+                          capture_output=True, text=True, env=env, cwd="/tmp", timeout=60)
+    assert f"[eagle-console] {log} cannot be read: permission denied (it is root's)" in pane.stdout, pane
+
+
+def test_an_undo_record_that_cannot_be_read_is_not_taken_for_none(tmp_path):
+    """No second user needed: a record that is not a regular file stands for one that cannot be read."""
+    plan, cfg = write_plan(tmp_path / "plans", os.getuid())
+    assert console("run", plan, "0.1", "--yes", "--wait").returncode == 0
+    (record,) = [p for p in (plan.parent / ".eagle-console" / "shared" / "artifacts" / "0.1").iterdir()
+                 if not p.name.startswith("backup-")]
+    record.unlink()
+    os.mkfifo(record)
+    undo = console("rollback", plan, "0.1", "--yes")
+    assert undo.returncode == 1, (undo.stdout, undo.stderr)
+    text = undo.stdout + undo.stderr
+    assert "no backup recorded" not in text and "is a FIFO (named pipe), not a regular file" in text, text
