@@ -331,20 +331,24 @@ def stop_session(sid: int, pgid: int | None, grace_s: float, on_wait=None,
     """SIGTERM every process of the run's session and group, SIGKILL what is left after `grace_s`.
 
     A child that moved to its own process group is still in the session, so both are swept. Returns the
-    pids that were signalled. `on_wait(seconds_left)` is called while waiting, for a countdown. The caller's
-    `own_child` is signalled but never reaped here: its Popen must see its real exit status, not 0.
+    pids it meant to signal (another user's refuse it and are not waited for: a caller that must know looks
+    again). `on_wait(seconds_left)` is called while waiting, for a countdown. The caller's `own_child` is
+    signalled but never reaped here: its Popen must see its real exit status, not 0.
     """
     import psutil
 
     own = own_child.pid if own_child is not None else None
     procs = session_members(sid, pgid, leader_start)
     signalled = [p.pid for p in procs]
+    denied: set[int] = set()  # another user's: not waited for (the caller finds them still running)
     for p in procs:
         try:
             p.send_signal(signal.SIGTERM)
+        except psutil.AccessDenied:
+            denied.add(p.pid)
         except psutil.Error:
             pass
-    others = [p for p in procs if p.pid != own]
+    others = [p for p in procs if p.pid != own and p.pid not in denied]
     deadline = time.monotonic() + grace_s
     while (others or _running(own_child)) and time.monotonic() < deadline:
         if on_wait:
@@ -355,7 +359,8 @@ def stop_session(sid: int, pgid: int | None, grace_s: float, on_wait=None,
     # Anything new that appeared in the session meanwhile is swept too.
     leftovers = {p.pid: p for p in others}
     for p in session_members(sid, pgid, leader_start):
-        leftovers.setdefault(p.pid, p)
+        if p.pid not in denied:
+            leftovers.setdefault(p.pid, p)
     for p in leftovers.values():
         try:
             p.send_signal(signal.SIGKILL)

@@ -134,3 +134,39 @@ def test_an_undo_record_that_cannot_be_read_is_not_taken_for_none(tmp_path):
     assert undo.returncode == 1, (undo.stdout, undo.stderr)
     text = undo.stdout + undo.stderr
     assert "no backup recorded" not in text and "is a FIFO (named pipe), not a regular file" in text, text
+
+
+def test_a_rollback_that_cannot_stop_another_users_run_fails_at_once(shared):
+    """Root ran a step of the operator's plan; the operator's rollback cannot signal root's processes. Before:
+    "stopped the run's session", "rolled back: 0.1", exit 0, while the run went on as root."""
+    top, env = shared
+    folder = top / "plans"
+    folder.mkdir(mode=0o755)
+    plan = folder / "plan.toml"
+    plan.write_text(PLAN.split("  [[phase.step]]")[0] + '  [[phase.step]]\n  id = "0.1"\n  title = "A long job"\n'
+                    '  run = "sleep 600"\n  rollback = "echo undone"\n')
+    for p in (folder, plan):
+        os.chown(p, OTHER_USER, OTHER_USER)
+    out = console("run", plan, "0.1", "--yes")  # root's run, not waited for
+    assert out.returncode == 0, out.stderr
+    state = folder / ".eagle-console"
+    for p in [state, *state.rglob("*")]:  # as this version leaves them (above); an older one did not
+        os.chown(p, OTHER_USER, OTHER_USER, follow_symlinks=False)
+    status = json.loads(console("status", plan, "--json").stdout)
+    (step,) = [s for ph in status["phases"] for s in ph["steps"] if s["id"] == "0.1"]
+    pid = step["run"]["pid"]
+    try:
+        undo = console("rollback", plan, "0.1", "--yes", env=env, user=AS_OTHER)
+        assert undo.returncode == 1, (undo.stdout, undo.stderr)
+        assert f"could not stop the run's session {pid}: pids {pid} still run: root's, not nobody's to " \
+               "signal (roll it back as root)" in undo.stdout + undo.stderr, undo
+        os.kill(pid, 0)  # still running: nothing claimed otherwise
+        after = json.loads(console("status", plan, "--json").stdout)
+        assert [s["status"] for ph in after["phases"] for s in ph["steps"]] == ["in_progress"]
+        again = console("rollback", plan, "0.1", "--yes")  # root's own rollback stops it
+        assert again.returncode == 0 and "rolled back: 0.1" in again.stdout, again
+    finally:
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass

@@ -31,7 +31,7 @@ from eagle_console.journal import EventKind, Journal, exitslot, heldslot
 from eagle_console.journal.recorder import WRITE_ERRORS, Recorder, persist, warn
 from eagle_console.node import selfmark
 from eagle_console.node.tail import NotRegularFile, open_regular
-from eagle_console.processes import alive, start_of, stop_session, this_host
+from eagle_console.processes import alive, session_members, start_of, stop_session, this_host
 from eagle_console.pyenv import child_command, forget_own_entry, shown
 from eagle_console.statedir import private_dirs
 
@@ -508,6 +508,11 @@ def _stop_run(journal: Journal, sup: Supervisor, step_id: str, stop: dict, grace
     sid = stop.get("sid")
     if sid:
         pids = stop_session(int(sid), stop.get("pgid"), grace_s, leader_start=stop.get("pid_ctime"))
+        left = session_members(int(sid), stop.get("pgid"), stop.get("pid_ctime"))
+        if left:  # not ours to signal (root's run of an operator's plan), or past SIGKILL: never "stopped"
+            why = f"could not stop the run's session {sid}: {_still_running(left)}"
+            sup.note(f"{step_id}: {why}")
+            return why
         sup.note(f"{step_id}: stopped the run's session {sid}: pids {pids}")
     deadline = time.monotonic() + grace_s + 10.0
     while time.monotonic() < deadline:
@@ -517,6 +522,30 @@ def _stop_run(journal: Journal, sup: Supervisor, step_id: str, stop: dict, grace
         time.sleep(POLL_S)
     sup.note(f"{step_id}: the run's supervisor did not record its end within {grace_s + 10.0:g}s")
     return None
+
+
+def _still_running(procs: list) -> str:
+    """`pids 6053, 6054 still run: root's, not bob's to signal (roll it back as root)`."""
+    import pwd
+
+    import psutil
+
+    owners = set()
+    for p in procs:
+        try:
+            owners.add(p.username())
+        except (psutil.Error, KeyError):
+            owners.add("?")
+    text = f"pids {', '.join(str(p.pid) for p in procs[:8])}{' …' if len(procs) > 8 else ''} still run"
+    try:  # the effective user, not $USER (kept by setpriv, sudo -E)
+        me = pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        me = str(os.geteuid())
+    others = sorted(owners - {me})
+    if others:
+        who = others[0] if len(others) == 1 else "their owners"
+        return f"{text}: {', '.join(others)}'s, not {me}'s to signal (roll it back as {who})"
+    return f"{text} after SIGKILL (in the kernel: a driver call, a D state)"
 
 
 USAGE = "usage: python -m eagle_console.engine.supervise SPEC.json [--detach] | --job-spec PATH"
