@@ -146,3 +146,24 @@ def test_the_console_says_the_run_ended_and_waits_for_the_journal(tmp_path, smal
         drive(app, scenario)
     finally:
         (small_disk / "filler").unlink(missing_ok=True)
+
+
+def test_a_supervisor_that_could_not_record_itself_is_said_not_started(tmp_path):
+    """Tried by hand: the disk filled between `run`'s own record and its supervisor's. `run --wait` said
+    "ended (failed), not recorded yet: …; its supervisor (pid None) records it …" of an action never started."""
+    from eagle_console.journal import exitslot
+    from eagle_console.ops.steps import held_end_text
+
+    journal = Journal(tmp_path / "journal.db")
+    try:
+        run_id = journal.begin_run("0.1", command="json.set", log=None)
+        slot = exitslot.exit_slot(tmp_path, run_id)
+        slot.parent.mkdir()
+        exitslot.reserve(slot)
+        reason = "not started: its supervisor could not record itself in the journal (the disk is full)"
+        assert exitslot.keep(slot, {"exit_code": None, "outcome": "failed", "reason": reason})
+        text = held_end_text(journal.run(run_id), tmp_path)
+    finally:
+        journal.close()
+    assert text is not None and text.startswith("not started, not recorded yet: the journal cannot take it"), text
+    assert "pid None" not in text and "; its supervisor records it once it can, retrying every 2 s" in text, text

@@ -371,8 +371,11 @@ def held_end_text(run: Run, state_dir: Path) -> str | None:
         disk = f"{free // 1024} KiB free on the disk of {state_dir}" if full else f"journal {state_dir}"
     except OSError:
         disk = f"journal {state_dir}"
-    return (f"ended ({how}), not recorded yet: the journal cannot take it ({disk}); its supervisor "
-            f"(pid {run.supervisor_pid}) records it once it can, retrying every {exitslot.RETRY_S:g} s")
+    # a supervisor that could not record itself never started the action, and has no pid in the journal
+    what = "not started" if str(kept.get("reason") or "").startswith("not started") else f"ended ({how})"
+    sup = f"its supervisor (pid {run.supervisor_pid})" if run.supervisor_pid else "its supervisor"
+    return (f"{what}, not recorded yet: the journal cannot take it ({disk}); {sup} records it once it "
+            f"can, retrying every {exitslot.RETRY_S:g} s")
 
 
 def run_state_text(run: Run, procs: RunProcs, hints: Hints = NEUTRAL, held: str | None = None) -> str:
