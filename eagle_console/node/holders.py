@@ -214,8 +214,15 @@ def orphans_left(targets: Iterable[Holder], refused: Iterable[int]) -> list[Hold
     """The orphans among a kill's `targets` that it did not signal (`refused` pids): another user's, another
     PID namespace's. Their memory stays held, so the kill did not do its job; the other holders it spares
     (the console, its ancestors, a live job of its terminal) it spares by design, and no orphan is one."""
-    pids = set(refused)
-    return [h for h in targets if h.pid in pids and h.cls == "orphan"]
+    targets = list(targets)
+    left = set(orphan_pids_left({h.pid: h.cls for h in targets}, refused))
+    return [h for h in targets if h.pid in left]
+
+
+def orphan_pids_left(classes: Mapping[int, str | None], refused: Iterable[int]) -> list[int]:
+    """The rule of `orphans_left` on pids and classes alone: a cluster node's kill answers with those
+    (ops/nodes.orphans_left_on)."""
+    return [pid for pid in refused if classes.get(pid) == "orphan"]
 
 
 def memory_by_gpu(holders: Iterable[Holder]) -> dict[int, float]:

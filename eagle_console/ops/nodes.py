@@ -117,8 +117,10 @@ def orphans_left_on(entry: Mapping[str, Any]) -> list[int]:
     """The orphans a node's agent chose and did not signal (another user's, another PID namespace's): their
     GPU memory stays held, so the kill failed there, as `orphans_left` says of this machine's. A holder a
     scope spares by design (a console, a live job) is never an orphan, so it is not counted."""
-    cls = {h.get("pid"): h.get("class") for h in entry.get("holders") or []}
-    return [r["pid"] for r in entry.get("refused") or [] if cls.get(r.get("pid")) == "orphan"]
+    from eagle_console.node.holders import orphan_pids_left
+
+    classes = {h.get("pid"): h.get("class") for h in entry.get("holders") or []}
+    return orphan_pids_left(classes, [r.get("pid") for r in entry.get("refused") or []])
 
 
 def kill_on_nodes(address: str, *, scope: str, match: list[str], grace: float, journal: Journal | None,
