@@ -104,9 +104,10 @@ def open_created(path: str | os.PathLike[str], flags: int, mode: int = FILE_MODE
     return fd
 
 
-def blocked_by(path: Path) -> tuple[Path, str] | None:
-    """The folder (or the file) on the way to `path` that this user may not read, and its owner's name:
-    what an operator is told when another user's state dir is closed to them. None if nothing is."""
+def blocked_by(path: Path, write: bool = False) -> tuple[Path, str, str] | None:
+    """The folder (or the file) on the way to `path` that this user may not read — or, with `write`, the
+    nearest existing folder they may not create `path` in — its owner's name, and which of the two: what an
+    operator is told when another user's state dir is closed to them. None if nothing is."""
     import pwd
 
     for p in [Path(path), *Path(path).parents]:
@@ -114,13 +115,17 @@ def blocked_by(path: Path) -> tuple[Path, str] | None:
             st = os.stat(p)
         except OSError:
             continue  # not there, or inside a folder closed to us: the folder above is the one to name
-        if os.access(p, os.R_OK | (os.X_OK if p.is_dir() else 0)):
+        if not os.access(p, os.R_OK | (os.X_OK if p.is_dir() else 0)):
+            why = "closed to other users"
+        elif write and p != Path(path) and not os.access(p, os.W_OK):
+            why = "not writable by this user"
+        else:
             return None
         try:
             owner = pwd.getpwuid(st.st_uid).pw_name
         except KeyError:
             owner = f"uid {st.st_uid}"
-        return p, owner
+        return p, owner, why
     return None
 
 

@@ -90,6 +90,16 @@ def test_a_second_user_is_told_whose_the_plans_state_is(shared):
     assert out.returncode == 0 and "0.1 Fix the drafter's config  [pending]" in out.stdout, out.stderr
 
 
+
+def test_a_second_user_is_told_where_no_state_can_be_made_for_them(shared):
+    """A colleague's plan that has never run: its folder is theirs, so no state dir can be made beside it."""
+    top, env = shared
+    plan, _cfg = write_plan(top / "plans", 0)
+    out = console("next", plan, "--yes", env=env, user=AS_OTHER)
+    assert out.returncode == 1 and "internal error" not in out.stderr, (out.stdout, out.stderr)
+    assert f"({plan.parent} is root's, not writable by this user;" in out.stderr, out.stderr
+    assert not (plan.parent / ".eagle-console").exists()
+
 def test_root_running_an_operators_step_leaves_its_state_to_the_operator(shared):
     top, env = shared
     plan, cfg = write_plan(top / "plans", OTHER_USER)

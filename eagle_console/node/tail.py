@@ -57,7 +57,7 @@ class Unreadable(OSError):
 
         where = blocked_by(Path(path))
         whose = "" if where is None else f" (it is {where[1]}'s)" if where[0] == Path(path) else \
-            f" ({where[0]} is {where[1]}'s)"
+            f" ({where[0]} is {where[1]}'s, {where[2]})"
         super().__init__(f"{os.fspath(path)} cannot be read: permission denied{whose}")
         self.path = os.fspath(path)
 
