@@ -11,6 +11,7 @@ action process becomes the service, so its process group is the one that rollbac
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +48,11 @@ class ActionContext:
                    artifacts=Path(call.artifacts), folder=Path(call.folder), baseline=dict(call.baseline),
                    timeout_s=call.timeout_s, sim_dir=sim_dir, run_id=call.run_id, force=call.force,
                    service_run=dict(call.service_run))
+
+    def path(self, value: str | os.PathLike[str]) -> Path:
+        """A path given in `with`: `~` expanded and a relative one taken from the plan's folder, as the plan's
+        own paths are (plan/reader.local_path) — not from the step's `cwd`, and never `<plan folder>/~/…`."""
+        return Path(os.path.normpath(self.folder / os.path.expanduser(os.fspath(value))))
 
     def result(self, name: str, value: float | int | str) -> None:
         print(f"::result {name}={value}", flush=True)

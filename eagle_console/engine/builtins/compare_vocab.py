@@ -24,7 +24,7 @@ class CompareVocab(Builtin):
         from eagle_console.drafter.vocab import compare_vocab
 
         try:
-            r = compare_vocab(ctx.args["a"], ctx.args["b"])
+            r = compare_vocab(str(ctx.path(ctx.args["a"])), str(ctx.path(ctx.args["b"])))
         except CheckpointError as exc:
             raise BuiltinError(str(exc)) from None
         ctx.say(f"size a {r['size_a']}, size b {r['size_b']}: {r['positions_differ']} positions differ; "

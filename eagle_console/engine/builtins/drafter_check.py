@@ -31,7 +31,9 @@ class DrafterCheck(Builtin):
         from eagle_console.drafter.check import check_drafter
 
         version = ctx.args.get("sglang_version")
-        result = check_drafter(ctx.args["path"], ctx.args.get("target"), bool(ctx.args.get("values", False)),
+        target = ctx.args.get("target")
+        result = check_drafter(str(ctx.path(ctx.args["path"])), str(ctx.path(target)) if target else None,
+                               bool(ctx.args.get("values", False)),
                                str(version) if version is not None else None, ctx.args.get("python"))
         for f in result["findings"]:
             ctx.say(f"{f['severity'].upper():7} {f['code']}: {f['message']}")

@@ -28,7 +28,7 @@ class ExtractionVerify(Builtin):
 
         a = ctx.args
         try:
-            r = verify_extraction(a["path"], a.get("pattern"), int(a.get("sample", 20)),
+            r = verify_extraction(str(ctx.path(a["path"])), a.get("pattern"), int(a.get("sample", 20)),
                                   a.get("hidden_size"), a.get("layers"))
         except FileNotFoundError as exc:
             raise BuiltinError(str(exc)) from None
@@ -36,7 +36,8 @@ class ExtractionVerify(Builtin):
             ctx.say(f"BAD {bad['file']}: {'; '.join(bad['problems'])}")
         if r["skipped"]:
             ctx.say(f"skipped {r['skipped']} files: {r['skipped_reason']}")
-        ctx.say(f"{r['checked']} of {r['files']} files checked (largest: {r['largest_file']}); {r['bad']} bad")
+        largest = f" (largest: {r['largest_file']})" if r["largest_file"] else ""
+        ctx.say(f"{r['checked']} of {r['files']} files checked{largest}; {r['bad']} bad")
         ctx.result("verify_files", r["files"])
         ctx.result("verify_checked", r["checked"])
         ctx.result("verify_bad", r["bad"])

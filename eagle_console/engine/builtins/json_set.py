@@ -151,9 +151,7 @@ class JsonSet(Builtin):
         return problems
 
     def run(self, ctx: ActionContext) -> int:
-        path = Path(ctx.args["path"])
-        if not path.is_absolute():
-            path = ctx.folder / path
+        path = ctx.path(ctx.args["path"])
         try:  # a regular file of at most 64 MiB: a FIFO or a device in its place is refused, not read
             original = read_bytes(path, EDIT_CAP, "a JSON file json.set edits")
         except InputFileError as exc:

@@ -51,8 +51,8 @@ class SglangBench(Builtin):
         requests = _positive_int(a, "requests", 10)
         max_new = _positive_int(a, "max_new_tokens", 256)
         prompts_file = a.get("prompts_file")
-        if prompts_file and not str(prompts_file).startswith("/"):
-            prompts_file = str(ctx.folder / str(prompts_file))
+        if prompts_file:
+            prompts_file = str(ctx.path(prompts_file))
         try:
             prompts = load_prompts(a.get("prompt"), prompts_file)
         except ValueError as exc:
