@@ -53,3 +53,23 @@ def test_tilde_and_relative_paths_in_with(tmp_path):
     out = run("0.2")
     # the plan's samples folder, empty: found and checked, not "samples: not found" in the step's cwd
     assert "0 of 0 files checked; 0 bad" in out.stdout and "not found" not in out.stdout, out.stdout
+
+
+def test_the_consoles_drafter_line_reads_the_drafter_the_step_reads(tmp_path, monkeypatch):
+    """The Step pane's drafter line (ops/console.drafter_lines) and the agent's drafter tools read a relative
+    `with.path` from the plan's folder, as the step does; before, from the console's own working directory:
+    started elsewhere, it reported a drafter it could not find (MISSING_FILE only) beside a step that read
+    the real one."""
+    from eagle_console.ops.console import drafter_lines
+    from eagle_console.plan.loader import load_plan
+
+    plans, elsewhere = tmp_path / "plans", tmp_path / "elsewhere"
+    (plans / "drafters" / "x").mkdir(parents=True)
+    elsewhere.mkdir()
+    (plans / "drafters" / "x" / "config.json").write_text('{"architectures": ["LlamaForCausalLMEagle3"]}')
+    plan = plans / "plan.toml"
+    plan.write_text('[plan]\nid = "d"\ntitle = "d"\n\n[[phase]]\nid = "0"\ntitle = "P"\n  [[phase.step]]\n'
+                    '  id = "0.1"\n  title = "check"\n  uses = "drafter.check"\n  with = { path = "drafters/x" }\n')
+    monkeypatch.chdir(elsewhere)
+    (line,) = drafter_lines(load_plan(plan), "0.1")
+    assert "CONFIG_MISSING_FIELD" in line, line  # its config.json was read: the plan's drafter, not cwd's

@@ -444,14 +444,16 @@ class AgentTools:
         from eagle_console.drafter.check import check_drafter
 
         args = self._builtin_args(step, "drafter.check")
-        return {"step": step, **check_drafter(args["path"], args.get("target"))}
+        target = args.get("target")
+        return {"step": step, **check_drafter(self.plan.path_of(args["path"]),
+                                              self.plan.path_of(target) if target else None)}
 
     def compare_vocab(self, step: str) -> dict[str, Any]:
         """`drafter compare-vocab --json` of the two drafters the step's drafter.compare_vocab names."""
         from eagle_console.drafter.vocab import compare_vocab
 
         args = self._builtin_args(step, "drafter.compare_vocab")
-        return {"step": step, **compare_vocab(args["a"], args["b"])}
+        return {"step": step, **compare_vocab(self.plan.path_of(args["a"]), self.plan.path_of(args["b"]))}
 
     def extraction(self, step: str | None = None) -> dict[str, Any]:
         """`extraction --json` for a step with `watch.extraction` (the given one, else the plan's last)."""

@@ -46,18 +46,19 @@ def drafter_lines(plan: Plan, item_id: str | None) -> list[str]:
     out: list[str] = []
     for action in drafter_actions(plan.step(item_id) if item_id else None):
         args = action.with_
-        if args.get("path"):
-            out.append(_check_line(args["path"], args.get("target")))
+        if args.get("path"):  # the step reads them from the plan's folder: so does this line
+            target = args.get("target")
+            out.append(_check_line(plan.path_of(args["path"]), plan.path_of(target) if target else None))
         elif args.get("a") and args.get("b"):
-            out.append(_vocab_line(args["a"], args["b"]))
+            out.append(_vocab_line(plan.path_of(args["a"]), plan.path_of(args["b"])))
     return out
 
 
-def _check_line(path: str, target: str | None) -> str:
+def _check_line(path: Path, target: Path | None) -> str:
     from eagle_console.drafter.check import check_drafter
 
     try:
-        report = check_drafter(Path(path), Path(target) if target else None)
+        report = check_drafter(path, target)
     except Exception as exc:  # a missing or unreadable drafter is exactly what the operator must see
         return f"drafter check: cannot check {path}: {exc}"
     findings = report.get("findings", [])
@@ -65,7 +66,7 @@ def _check_line(path: str, target: str | None) -> str:
             + ("; ".join(f"{f['severity']} {f['code']}" for f in findings) or "no findings"))
 
 
-def _vocab_line(a: str, b: str) -> str:
+def _vocab_line(a: Path, b: Path) -> str:
     from eagle_console.drafter.vocab import compare_vocab, verdict
 
     try:

@@ -7,6 +7,7 @@ imports this module before its first screen). Mapping fields default to one shar
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -96,6 +97,12 @@ class Phase(NamedTuple):
     line: int | None = None
 
 
+def from_folder(folder: Path, value: str | os.PathLike[str]) -> Path:
+    """A path written in a plan: `~` expanded, a relative one taken from the plan's `folder` (its own paths,
+    and a built-in's paths in `with`, wherever they are read: the step's process, the console, the agent)."""
+    return Path(os.path.normpath(Path(folder) / os.path.expanduser(os.fspath(value))))
+
+
 class Plan(NamedTuple):
     id: str
     title: str
@@ -113,6 +120,10 @@ class Plan(NamedTuple):
     @property
     def folder(self) -> Path:
         return self.path.parent
+
+    def path_of(self, value: str | os.PathLike[str]) -> Path:
+        """`value` as a path written in this plan (from_folder)."""
+        return from_folder(self.folder, value)
 
     def steps(self) -> Iterator[Step]:
         for phase in self.phases:

@@ -6,7 +6,6 @@ The base of the plan builder: the step and plan parts (`plan.steps`, `plan.build
 from __future__ import annotations
 
 import difflib
-import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 from eagle_console.plan.durations import DurationError, parse_duration
 from eagle_console.plan.interpolate import InterpolationError, UnknownVariable, interpolate, interpolate_value
 from eagle_console.plan.issues import PlanIssue
+from eagle_console.plan.model import from_folder
 from eagle_console.plan.safe_text import describe_char, first_control
 from eagle_console.plan.tomlpos import Path_, Positions, find_positions
 
@@ -173,7 +173,7 @@ class Reader:
         if not value.strip():
             self.error((*path, key), f'"{key}" must not be empty')
             return None
-        return Path(os.path.normpath(self.folder / os.path.expanduser(value)))
+        return from_folder(self.folder, value)
 
     def id_list(self, table: dict[str, Any], key: str, path: Path_) -> tuple[str, ...]:
         value = table.get(key, [])

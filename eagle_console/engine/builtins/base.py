@@ -52,7 +52,9 @@ class ActionContext:
     def path(self, value: str | os.PathLike[str]) -> Path:
         """A path given in `with`: `~` expanded and a relative one taken from the plan's folder, as the plan's
         own paths are (plan/reader.local_path) — not from the step's `cwd`, and never `<plan folder>/~/…`."""
-        return Path(os.path.normpath(self.folder / os.path.expanduser(os.fspath(value))))
+        from eagle_console.plan.model import from_folder
+
+        return from_folder(self.folder, value)
 
     def result(self, name: str, value: float | int | str) -> None:
         print(f"::result {name}={value}", flush=True)
