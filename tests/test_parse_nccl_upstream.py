@@ -69,3 +69,54 @@ def test_shm_on_geforce_names_the_card_class_not_acs() -> None:
     shm = next(f for f in p.summary()["findings"] if f["code"] == "SHM_FALLBACK")
     assert "GeForce (NVIDIA GeForce RTX 4090)" in shm["message"] and "no PCIe P2P" in shm["message"]
     assert "not an ACS/IOMMU problem" in shm["message"] and shm["severity"] == "info"
+
+
+# Lines built from NCCL's own format strings (github:NVIDIA/nccl tags; docs/upstream.md "NCCL"), each of which
+# the parser missed or miscounted before (an audit of the parsers against v2.30.7-1).
+
+def split_init_start(rank: int) -> str:
+    """init.cc v2.30.7-1:1885-1887: `… color %d key %d- Init START`, no blank before the dash."""
+    return (f"node1:20{rank}:20{rank} [{rank}] NCCL INFO ncclCommSplit comm 0x1{rank} rank {rank} nranks 8 "
+            f"cudaDev {rank} nvmlDev {rank} busId {rank + 1}000 parent 0x990 childCount 1 color 0 key {rank}- "
+            "Init START")
+
+
+def test_a_split_communicator_that_never_completes_init_is_reported() -> None:
+    s = summarize([split_init_start(r) for r in range(8)])
+    assert s["ranks"] == 8 and s["init_complete"] == 0, s  # before: ranks None, no finding
+    assert any(f["code"] == "INIT_INCOMPLETE" for f in s["findings"]), s["findings"]
+
+
+def test_peer_query_failed_is_p2p_disabled() -> None:
+    """p2p.cc v2.30.7-1:176: `peer query failed between dev %d(=%lx) and dev %d(=%lx)`."""
+    f = finding(["node1:1:1 [0] NCCL INFO peer query failed between dev 0(=1000) and dev 1(=2000)"], "P2P_DISABLED")
+    assert "GPUs 0-1" in f["message"], f
+
+
+def test_p2p_disable_as_old_nccl_logs_it_is_p2p_off() -> None:
+    """NCCL <= 2.22 (paths.cc v2.22.3-1:218-247, v2.21.5-1:244; torch 2.6 bundles 2.21.5) logs NCCL_P2P_DISABLE=1
+    only as `NCCL_P2P_LEVEL set by environment to LOC`."""
+    lines = ["node1:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
+             "node1:1:1 [0] NCCL INFO NCCL_P2P_LEVEL set by environment to LOC",
+             "node1:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via SHM/direct/direct",
+             "node1:2:2 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via SHM/direct/direct"]
+    f = finding(lines, "P2P_DISABLED")
+    assert "NCCL_P2P_LEVEL=LOC" in f["message"] and f["severity"] == "warning", f
+    shm = finding(lines, "SHM_FALLBACK")
+    assert shm["severity"] == "info" and "NCCL_P2P_LEVEL=LOC turns P2P off" in shm["message"], shm
+
+
+def test_a_net_connection_is_counted_once_though_both_ends_log_it() -> None:
+    """net.cc v2.30.7-1:324 ([send], the sender's process) and :377 ([receive], the receiver's)."""
+    s = summarize(["node1:300:300 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/Socket/0",
+                   "node1:301:301 [1] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [receive] via NET/Socket/0"])
+    assert s["transports"]["NET"] == 1 and s["transport_pairs"]["NET"] == 1, s
+
+
+def test_the_frameworks_nccl_version_line_is_an_nccl_line() -> None:
+    """The NCCL pane and the ranks' merge feed nccl_lines(): SGLang's own line named the version they lost."""
+    from eagle_console.parse.nccl import nccl_lines
+
+    line = "[2026-06-01 10:00:00 TP0] sglang is using nccl==2.27.3"
+    assert nccl_lines([line, "an unrelated line"]) == [line]
+    assert summarize(nccl_lines([line]))["version"] == "2.27.3"

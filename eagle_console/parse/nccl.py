@@ -34,11 +34,13 @@ _CONN = re.compile(
     r"(?P<src>\d+)\[(?P<sdev>[0-9a-fA-F]+)\] -> (?P<dst>\d+)\[(?P<ddev>[0-9a-fA-F]+)\]"
     r"(?: \[(?P<dir>send|receive)\])? via (?P<via>.+?)\s*$"
 )
-# `... comm 0x.. rank 0 nranks 8 cudaDev 0 (nvmlDev 0 )?busId 1000 (commId 0x.. )?- Init COMPLETE`
+# `... comm 0x.. rank 0 nranks 8 cudaDev 0 (nvmlDev 0 )?busId 1000 (commId 0x.. )?- Init COMPLETE`; a split
+# communicator's START has no blank before the dash, `... color %d key %d- Init START` (init.cc v2.23.4:1440 …
+# v2.30.7:1885-1887; its COMPLETE has one, :1937-1939).
 _INIT = re.compile(
     r"comm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cuda>\d+)"
     r"(?: nvmlDev (?P<nvml>\d+))? busId (?P<bus>[0-9a-fA-F]+)"
-    r"(?: commId (?P<commid>0x[0-9a-fA-F]+))?.*? - Init (?P<phase>START|COMPLETE)"
+    r"(?: commId (?P<commid>0x[0-9a-fA-F]+))?.*?- Init (?P<phase>START|COMPLETE)"
 )
 _TOPO = re.compile(
     r"comm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) nRanks (?P<nranks>\d+) nNodes (?P<nnodes>\d+)"
@@ -50,7 +52,8 @@ _ENV_INT_PERIOD = re.compile(r"^-?\d+\.$")
 _P2P_DISABLED = (
     re.compile(r"P2P is disabled between connected GPUs (?P<a>\d+) and (?P<b>\d+)"),
     re.compile(r"Could not enable P2P between dev (?P<a>\d+)\S* and dev (?P<b>\d+)"),
-    re.compile(r"peer query failed between dev (?P<a>\d+) and dev (?P<b>\d+)"),
+    # `peer query failed between dev %d(=%lx) and dev %d(=%lx)` (transport/p2p.cc v2.21.5:155 … v2.30.7:176)
+    re.compile(r"peer query failed between dev (?P<a>\d+)\S* and dev (?P<b>\d+)"),
     re.compile(r"P2P not supported between GPU(?P<a>\d+) and GPU(?P<b>\d+)"),
     re.compile(r"Legacy IPC not supported"),
 )
@@ -117,9 +120,10 @@ def format_bus_id(hex_bus: str) -> str:
 
 
 def is_nccl_line(line: str) -> bool:
-    """True for a line NCCL wrote (an INFO/WARN line or the bare version banner)."""
+    """True for a line NCCL wrote (an INFO/WARN line or the bare version banner), or the framework's line
+    naming the NCCL it loads (`sglang is using nccl==2.27.3`: the version when NCCL prints no banner)."""
     if "NCCL" not in line:
-        return False
+        return "nccl==" in line and bool(_FRAMEWORK_VERSION.search(line))
     return bool(_LINE.search(line) or _VERSION.search(line))
 
 
@@ -149,6 +153,7 @@ class NcclParser:
     nccl_lines_seen: int = 0
     _conns: list[_Conn] = field(default_factory=list)
     _conn_keys: set[tuple] = field(default_factory=set)
+    _net_counted: set[tuple] = field(default_factory=set)  # (channel, conn, src, dst) of NET lines counted
     _transport_counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TRANSPORTS, 0))
     _rank_host: dict[int, str] = field(default_factory=dict)
     _devices: dict[int, NcclDevice] = field(default_factory=dict)
@@ -265,7 +270,14 @@ class NcclParser:
         key = (host, pid, c.group("ch"), c.group("conn"), src, dst, via, direction)
         if key in self._conn_keys:
             return
-        self._transport_counts[transport] = self._transport_counts.get(transport, 0) + 1
+        # Both ends log a NET connection ([send] net.cc v2.30.7:324, [receive] :377; P2P and SHM only the
+        # sender, p2p.cc:423, shm.cc:116): counted once, by whichever end's line came (an excerpt of one
+        # host holds only its receiving half of a connection from another).
+        net_key = (c.group("ch"), c.group("conn"), src, dst) if direction else None
+        if net_key is None or net_key not in self._net_counted:
+            self._transport_counts[transport] = self._transport_counts.get(transport, 0) + 1
+            if net_key is not None:
+                self._net_counted.add(net_key)
         if len(self._conns) >= MAX_PAIRS:
             return
         self._conn_keys.add(key)
@@ -362,12 +374,18 @@ class NcclParser:
     ) -> list[Finding]:
         out: list[Finding] = []
         version = parse_version(self.effective_version)
-        p2p_off = self.env.get("NCCL_P2P_DISABLE", "").strip() == "1"
+        # NCCL <= 2.22 logs NCCL_P2P_DISABLE=1 only as `NCCL_P2P_LEVEL set by environment to LOC` (graph/paths.cc
+        # v2.22.3:218-247 sets the level to 0 and prints its name; the DISABLE line itself is 2.23.4+): LOC is
+        # P2P off however it was set.
+        p2p_off = (self.env.get("NCCL_P2P_DISABLE", "").strip() == "1"
+                   or self.env.get("NCCL_P2P_LEVEL", "").strip().upper() == "LOC")
         self._shm_finding(out, version, p2p_off)
         if self._p2p_disabled or p2p_off:
             what = []
-            if p2p_off:
+            if self.env.get("NCCL_P2P_DISABLE", "").strip() == "1":
                 what.append("NCCL_P2P_DISABLE=1 is set in the environment")
+            elif p2p_off:
+                what.append("NCCL_P2P_LEVEL=LOC is set (what NCCL <= 2.22 logs for NCCL_P2P_DISABLE=1)")
             if self._p2p_disabled:
                 shown = ", ".join(self._p2p_disabled[:12]) + (" …" if len(self._p2p_disabled) > 12 else "")
                 what.append(f"NCCL reports P2P disabled/unsupported between GPUs {shown}")

@@ -44,7 +44,9 @@ def shm_verdict(version: tuple[int, ...] | None, env: Mapping[str, str], cpu: tu
     cards' names (NVML's, from the GPU reading: NCCL's log does not name the card)."""
     level = _p2p_level(env.get("NCCL_P2P_LEVEL", ""))
     if p2p_off:
-        return "info", " Expected: NCCL_P2P_DISABLE=1 is set."
+        if env.get("NCCL_P2P_DISABLE", "").strip() == "1":
+            return "info", " Expected: NCCL_P2P_DISABLE=1 is set."
+        return "info", " Expected: NCCL_P2P_LEVEL=LOC turns P2P off (NCCL <= 2.22 logs NCCL_P2P_DISABLE=1 so)."
     cards = card_class(gpu_names)
     if cards:
         # NCCL asks NVML (ncclTopoCheckP2p's checkNvml block); the stock driver reports no PCIe P2P between
