@@ -120,3 +120,29 @@ def test_the_frameworks_nccl_version_line_is_an_nccl_line() -> None:
     line = "[2026-06-01 10:00:00 TP0] sglang is using nccl==2.27.3"
     assert nccl_lines([line, "an unrelated line"]) == [line]
     assert summarize(nccl_lines([line]))["version"] == "2.27.3"
+
+
+def test_a_sub_groups_connections_are_put_on_their_gpus() -> None:
+    """Channel lines name their communicator's own ranks (p2p.cc v2.30.7-1:423, shm.cc:116: `rank[nvmlDev]`).
+    A server's 8-rank communicator all P2P, and a 2-rank sub-group (SGLang's attention-TP group under DP
+    attention, say) on GPUs 0 and 4 through SHM. Before: "SHM … 0→1, 1→0" and the matrix's 0→1 cell `P2P+SHM`,
+    while GPUs 0 and 1 were P2P and the SHM pair was GPUs 0 and 4."""
+    from eagle_console.parse.nccl_matrix import transport_matrix
+
+    lines = ["node1:1:1 [0] NCCL INFO NCCL version 2.27.3+cuda12.9"]
+    for r in range(8):
+        lines.append(f"node1:10{r}:10{r} [{r}] NCCL INFO comm 0xa{r} rank {r} nranks 8 cudaDev {r} nvmlDev {r} "
+                     f"busId {r + 1}000 commId 0xabc - Init COMPLETE")
+        lines.append(f"node1:10{r}:10{r} [{r}] NCCL INFO Channel 00/0 : {r}[{r}] -> {(r + 1) % 8}[{(r + 1) % 8}] "
+                     "via P2P/CUMEM/read")
+    for rank, gpu in ((0, 0), (1, 4)):
+        lines.append(f"node1:10{gpu}:10{gpu} [{gpu}] NCCL INFO comm 0xb{gpu} rank {rank} nranks 2 cudaDev {gpu} "
+                     f"nvmlDev {gpu} busId {gpu + 1}000 commId 0xdef - Init COMPLETE")
+    lines += ["node1:100:100 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[4] via SHM/direct/direct",
+              "node1:104:104 [4] NCCL INFO Channel 00/0 : 1[4] -> 0[0] via SHM/direct/direct"]
+    s = summarize(lines)
+    shm = finding(lines, "SHM_FALLBACK")
+    assert "2 GPU pair(s) connect through SHM (host memory) instead of PCIe P2P: 0→4, 4→0" in shm["message"], shm
+    _ranks, grid = transport_matrix(s)
+    assert grid[0][1] == "P2P" and grid[0][4] == "SHM" and grid[4][0] == "SHM", grid
+    assert s["transport_pairs"] == {"P2P": 8, "SHM": 2, "NET": 0, "COLLNET": 0}

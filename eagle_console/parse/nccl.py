@@ -134,11 +134,13 @@ def nccl_lines(lines: Iterable[str]) -> list[str]:
 
 @dataclass
 class _Conn:
-    src: int
+    src: int  # ranks as logged: the communicator's own (a sub-group's rank 0 is not the server's rank 0)
     dst: int
     transport: str
     detail: str
     host: str | None  # the host of the process that logged it
+    sdev: int | None = None  # the GPUs (nvmlDev, NCCL >= 2.18.3) behind src and dst
+    ddev: int | None = None
 
 
 @dataclass
@@ -164,6 +166,7 @@ class NcclParser:
     _completed: dict[tuple, int] = field(default_factory=dict)
     _completed_ranks: dict[str, set[int]] = field(default_factory=dict)  # communicator key → ranks
     _nnodes: set[int] = field(default_factory=set)
+    _gpu_rank: dict[int, dict[tuple[str, int], int]] = field(default_factory=dict)  # nranks → (host, nvmlDev) → rank
     _p2p_disabled: list[str] = field(default_factory=list)
     cpu: tuple[int, int] | None = None  # (arch, vendor) from the GRAPH topology dump
     _warn_count: int = 0
@@ -282,10 +285,14 @@ class NcclParser:
             return
         self._conn_keys.add(key)
         detail = f"ch{c.group('ch')} {via}" + (f" [{direction}]" if direction else "")
-        self._conns.append(_Conn(src, dst, transport, detail, host))
+        devs = (int(c.group("sdev")), int(c.group("ddev"))) if c.group("sdev").isdigit() and \
+            c.group("ddev").isdigit() else (None, None)
+        self._conns.append(_Conn(src, dst, transport, detail, host, *devs))
 
     def _on_init(self, host: str, pid: str, i: re.Match[str]) -> None:
         rank, nranks = int(i.group("rank")), int(i.group("nranks"))
+        if i.group("nvml") is not None:  # which rank each GPU is in a communicator of this size
+            self._gpu_rank.setdefault(nranks, {})[(host, int(i.group("nvml")))] = rank
         comm_key = i.group("commid") or f"size{nranks}"
         self._nranks[comm_key] = nranks
         self._rank_host.setdefault(rank, host)
@@ -334,15 +341,36 @@ class NcclParser:
                     dev["bus_id"] = format_bus_id(raw)
         return [devices[r] for r in sorted(devices)]
 
+    def _ranks_of(self, c: _Conn, gpus: dict[tuple[str, int], int] | None) -> tuple[int, int]:
+        """`c`'s ends as ranks of the largest communicator. A channel line names its communicator's own ranks:
+        a sub-group's (SGLang's attention-TP groups under DP attention, an EP or PP group) `0[4] -> 1[5]` is
+        GPU 4 → GPU 5, not the server's ranks 0 → 1. A P2P or SHM connection joins two GPUs of the host that
+        logged it, so each end is found by (host, nvmlDev) among the Init lines of the largest communicator;
+        a NET end may be on another host, and without those lines the numbers stay as logged."""
+        if gpus and c.transport in ("P2P", "SHM") and c.sdev is not None and c.ddev is not None and c.host:
+            a, b = gpus.get((c.host, c.sdev)), gpus.get((c.host, c.ddev))
+            if a is not None and b is not None:
+                return a, b
+        return c.src, c.dst
+
+    def _gpus(self) -> dict[tuple[str, int], int] | None:
+        if not self._gpu_rank or self._busid_layout():
+            return None
+        return self._gpu_rank[max(self._gpu_rank)]
+
+    def _ends(self, transport: str | None = None) -> list[tuple[_Conn, int, int]]:
+        gpus = self._gpus()
+        return [(c, *self._ranks_of(c, gpus)) for c in self._conns if transport is None or c.transport == transport]
+
     def transport_pairs(self) -> dict[str, int]:
         """Distinct GPU pairs (src→dst) per transport: what the findings count, and the console's header."""
         seen: dict[str, set[tuple[int, int]]] = {t: set() for t in self._transport_counts}
-        for c in self._conns:
-            seen.setdefault(c.transport, set()).add((c.src, c.dst))
+        for c, a, b in self._ends():
+            seen.setdefault(c.transport, set()).add((a, b))
         return {t: len(p) for t, p in seen.items()}
 
     def pairs(self) -> list[NcclPair]:
-        return [NcclPair(src=c.src, dst=c.dst, transport=c.transport, detail=c.detail) for c in self._conns]
+        return [NcclPair(src=a, dst=b, transport=c.transport, detail=c.detail) for c, a, b in self._ends()]
 
     def summary(
         self,
@@ -414,10 +442,10 @@ class NcclParser:
         return None
 
     def _shm_finding(self, out: list[Finding], version: tuple[int, ...] | None, p2p_off: bool) -> None:
-        shm = {(c.src, c.dst) for c in self._conns if c.transport == "SHM" and self._intra_host(c) is not False}
+        shm = {(a, b) for c, a, b in self._ends("SHM") if self._intra_host(c) is not False}
         if not shm:
             return
-        p2p = {(c.src, c.dst) for c in self._conns if c.transport == "P2P"}
+        p2p = {(a, b) for _c, a, b in self._ends("P2P")}
         shown = ", ".join(f"{a}→{b}" for a, b in sorted(shm)[:12]) + (" …" if len(shm) > 12 else "")
         msg = (f"{len(shm)} GPU pair(s) connect through SHM (host memory) instead of PCIe P2P: {shown}"
                f" ({len(p2p)} pair(s) use P2P).")
