@@ -21,9 +21,8 @@ from pathlib import Path
 
 import pytest
 from test_hidepid import readable_site
+from test_kill_other_user import AS_OTHER, OTHER_USER
 
-OTHER_USER = 65534
-AS_OTHER = ["setpriv", "--reuid", str(OTHER_USER), "--regid", str(OTHER_USER), "--clear-groups"]
 PLAN = """
 [plan]
 id = "shared"
