@@ -24,7 +24,9 @@ title = "P"
 EOF
 chown -R 65534:65534 "$top/plans"
 site=$(mktemp -d /tmp/site-XXXX); cp -r eagle_console "$site/"; chmod -R a+rX "$site"  # nobody reads our code
-as_nobody() { setpriv --reuid 65534 --regid 65534 --clear-groups env PYTHONPATH="$site:$PYTHONPATH" HOME=/tmp "$@"; }
+as_nobody() {
+  setpriv --reuid 65534 --regid 65534 --clear-groups env PYTHONPATH="$site:$PYTHONPATH" HOME=/tmp "$@"
+}
 apps() { nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader | tr '\n' ';'; echo; }
 plan=$top/plans/plan.toml
 $py -m eagle_console run "$plan" 0.1 --yes; echo "== root: run 0.1: rc=$?"
@@ -32,13 +34,15 @@ log=$(ls "$top"/plans/.eagle-console/shared/logs/0.1-*.log); wait_allocated "$lo
 echo "nvidia-smi: $(apps)"
 echo "== files under the state dir not nobody's: $(find "$top/plans/.eagle-console" ! -user nobody | wc -l)"
 (cd /tmp && as_nobody $py -m eagle_console log "$plan" 0.1); echo "== nobody: log: rc=$?"
-(cd /tmp && time as_nobody $py -m eagle_console rollback "$plan" 0.1 --yes) > "$OUT/shared-rollback-nobody.txt" 2>&1
-echo "== nobody: rollback: $(grep -c 'rolled back: 0.1' "$OUT/shared-rollback-nobody.txt") 'rolled back' lines"
-cat "$OUT/shared-rollback-nobody.txt"
+said=$OUT/shared-rollback-nobody.txt
+(cd /tmp && time as_nobody $py -m eagle_console rollback "$plan" 0.1 --yes) > "$said" 2>&1
+echo "== nobody: rollback: $(grep -c 'rolled back: 0.1' "$said") 'rolled back' lines"
+cat "$said"
 echo "nvidia-smi after nobody's rollback: $(apps)"
 $py -m eagle_console rollback "$plan" 0.1 --yes; echo "== root: rollback: rc=$?"
 sleep 2; echo "nvidia-smi after root's rollback: $(apps)"
 # a second user opening a plan whose state is root's
 mkdir "$top/rootplan"; cp "$plan" "$top/rootplan/plan.toml"; chmod 755 "$top/rootplan"
 $py -m eagle_console mark "$top/rootplan/plan.toml" 0.1 skipped > /dev/null  # root's state, made by root
-(cd /tmp && as_nobody $py -m eagle_console status "$top/rootplan/plan.toml"); echo "== nobody: status of root's plan: rc=$?"
+(cd /tmp && as_nobody $py -m eagle_console status "$top/rootplan/plan.toml")
+echo "== nobody: status of root's plan: rc=$?"

@@ -139,7 +139,7 @@ def tighten(path: Path, mode: int) -> None:
 
 
 def private_opener(path: str, flags: int) -> int:
-    """`open(..., opener=private_opener)`: a file it creates is 0600 (and its folder owner's, made by root)."""
+    """`open(..., opener=private_opener)`: a file it creates is 0600 (its folder owner's, made by root)."""
     return open_created(path, flags, FILE_MODE)
 
 

@@ -43,8 +43,8 @@ def test_tilde_and_relative_paths_in_with(tmp_path):
     env = {**os.environ, "HOME": str(home)}
 
     def run(step: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "eagle_console", "run", str(plan), step, "--yes", "--wait",
-                               "--force"], capture_output=True, text=True, timeout=120, env=env)
+        argv = [sys.executable, "-m", "eagle_console", "run", str(plan), step, "--yes", "--wait", "--force"]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
 
     out = run("0.1")
     assert out.returncode == 0, out.stdout + out.stderr
@@ -69,7 +69,8 @@ def test_the_consoles_drafter_line_reads_the_drafter_the_step_reads(tmp_path, mo
     (plans / "drafters" / "x" / "config.json").write_text('{"architectures": ["LlamaForCausalLMEagle3"]}')
     plan = plans / "plan.toml"
     plan.write_text('[plan]\nid = "d"\ntitle = "d"\n\n[[phase]]\nid = "0"\ntitle = "P"\n  [[phase.step]]\n'
-                    '  id = "0.1"\n  title = "check"\n  uses = "drafter.check"\n  with = { path = "drafters/x" }\n')
+                    '  id = "0.1"\n  title = "check"\n  uses = "drafter.check"\n'
+                    '  with = { path = "drafters/x" }\n')
     monkeypatch.chdir(elsewhere)
     (line,) = drafter_lines(load_plan(plan), "0.1")
     assert "CONFIG_MISSING_FIELD" in line, line  # its config.json was read: the plan's drafter, not cwd's

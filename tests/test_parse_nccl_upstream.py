@@ -77,8 +77,8 @@ def test_shm_on_geforce_names_the_card_class_not_acs() -> None:
 def split_init_start(rank: int) -> str:
     """init.cc v2.30.7-1:1885-1887: `… color %d key %d- Init START`, no blank before the dash."""
     return (f"node1:20{rank}:20{rank} [{rank}] NCCL INFO ncclCommSplit comm 0x1{rank} rank {rank} nranks 8 "
-            f"cudaDev {rank} nvmlDev {rank} busId {rank + 1}000 parent 0x990 childCount 1 color 0 key {rank}- "
-            "Init START")
+            f"cudaDev {rank} nvmlDev {rank} busId {rank + 1}000 parent 0x990 childCount 1 color 0 "
+            f"key {rank}- Init START")
 
 
 def test_a_split_communicator_that_never_completes_init_is_reported() -> None:
@@ -89,13 +89,14 @@ def test_a_split_communicator_that_never_completes_init_is_reported() -> None:
 
 def test_peer_query_failed_is_p2p_disabled() -> None:
     """p2p.cc v2.30.7-1:176: `peer query failed between dev %d(=%lx) and dev %d(=%lx)`."""
-    f = finding(["node1:1:1 [0] NCCL INFO peer query failed between dev 0(=1000) and dev 1(=2000)"], "P2P_DISABLED")
+    line = "node1:1:1 [0] NCCL INFO peer query failed between dev 0(=1000) and dev 1(=2000)"
+    f = finding([line], "P2P_DISABLED")
     assert "GPUs 0-1" in f["message"], f
 
 
 def test_p2p_disable_as_old_nccl_logs_it_is_p2p_off() -> None:
-    """NCCL <= 2.22 (paths.cc v2.22.3-1:218-247, v2.21.5-1:244; torch 2.6 bundles 2.21.5) logs NCCL_P2P_DISABLE=1
-    only as `NCCL_P2P_LEVEL set by environment to LOC`."""
+    """NCCL <= 2.22 (paths.cc v2.22.3-1:218-247, v2.21.5-1:244; torch 2.6 bundles 2.21.5) logs
+    NCCL_P2P_DISABLE=1 only as `NCCL_P2P_LEVEL set by environment to LOC`."""
     lines = ["node1:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
              "node1:1:1 [0] NCCL INFO NCCL_P2P_LEVEL set by environment to LOC",
              "node1:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via SHM/direct/direct",
@@ -131,18 +132,19 @@ def test_a_sub_groups_connections_are_put_on_their_gpus() -> None:
 
     lines = ["node1:1:1 [0] NCCL INFO NCCL version 2.27.3+cuda12.9"]
     for r in range(8):
-        lines.append(f"node1:10{r}:10{r} [{r}] NCCL INFO comm 0xa{r} rank {r} nranks 8 cudaDev {r} nvmlDev {r} "
-                     f"busId {r + 1}000 commId 0xabc - Init COMPLETE")
-        lines.append(f"node1:10{r}:10{r} [{r}] NCCL INFO Channel 00/0 : {r}[{r}] -> {(r + 1) % 8}[{(r + 1) % 8}] "
-                     "via P2P/CUMEM/read")
+        head, nxt = f"node1:10{r}:10{r} [{r}] NCCL INFO", (r + 1) % 8
+        lines.append(f"{head} comm 0xa{r} rank {r} nranks 8 cudaDev {r} nvmlDev {r} busId {r + 1}000 "
+                     "commId 0xabc - Init COMPLETE")
+        lines.append(f"{head} Channel 00/0 : {r}[{r}] -> {nxt}[{nxt}] via P2P/CUMEM/read")
     for rank, gpu in ((0, 0), (1, 4)):
-        lines.append(f"node1:10{gpu}:10{gpu} [{gpu}] NCCL INFO comm 0xb{gpu} rank {rank} nranks 2 cudaDev {gpu} "
-                     f"nvmlDev {gpu} busId {gpu + 1}000 commId 0xdef - Init COMPLETE")
+        lines.append(f"node1:10{gpu}:10{gpu} [{gpu}] NCCL INFO comm 0xb{gpu} rank {rank} nranks 2 "
+                     f"cudaDev {gpu} nvmlDev {gpu} busId {gpu + 1}000 commId 0xdef - Init COMPLETE")
     lines += ["node1:100:100 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[4] via SHM/direct/direct",
               "node1:104:104 [4] NCCL INFO Channel 00/0 : 1[4] -> 0[0] via SHM/direct/direct"]
     s = summarize(lines)
     shm = finding(lines, "SHM_FALLBACK")
-    assert "2 GPU pair(s) connect through SHM (host memory) instead of PCIe P2P: 0→4, 4→0" in shm["message"], shm
+    said = "2 GPU pair(s) connect through SHM (host memory) instead of PCIe P2P: 0→4, 4→0"
+    assert said in shm["message"], shm
     _ranks, grid = transport_matrix(s)
     assert grid[0][1] == "P2P" and grid[0][4] == "SHM" and grid[4][0] == "SHM", grid
     assert s["transport_pairs"] == {"P2P": 8, "SHM": 2, "NET": 0, "COLLNET": 0}

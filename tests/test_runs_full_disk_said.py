@@ -150,7 +150,8 @@ def test_the_console_says_the_run_ended_and_waits_for_the_journal(tmp_path, smal
 
 def test_a_supervisor_that_could_not_record_itself_is_said_not_started(tmp_path):
     """Tried by hand: the disk filled between `run`'s own record and its supervisor's. `run --wait` said
-    "ended (failed), not recorded yet: …; its supervisor (pid None) records it …" of an action never started."""
+    "ended (failed), not recorded yet: …; its supervisor (pid None) records it …" of an action never
+    started."""
     from eagle_console.journal import exitslot
     from eagle_console.ops.steps import held_end_text
 
@@ -165,5 +166,7 @@ def test_a_supervisor_that_could_not_record_itself_is_said_not_started(tmp_path)
         text = held_end_text(journal.run(run_id), tmp_path)
     finally:
         journal.close()
-    assert text is not None and text.startswith("not started, not recorded yet: the journal cannot take it"), text
-    assert "pid None" not in text and "; its supervisor records it once it can, retrying every 2 s" in text, text
+    assert text is not None, text
+    assert text.startswith("not started, not recorded yet: the journal cannot take it"), text
+    assert "pid None" not in text, text
+    assert "; its supervisor records it once it can, retrying every 2 s" in text, text

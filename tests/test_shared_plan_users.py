@@ -56,9 +56,10 @@ def shared(request):
     return top, env
 
 
-def console(*args: object, env: dict[str, str] | None = None, user: list[str] = ()) -> subprocess.CompletedProcess:
-    return subprocess.run([*user, sys.executable, "-m", "eagle_console", *map(str, args)], capture_output=True,
-                          text=True, timeout=120, env=env, cwd="/tmp")
+def console(*args: object, env: dict[str, str] | None = None,
+            user: list[str] = ()) -> subprocess.CompletedProcess:
+    argv = [*user, sys.executable, "-m", "eagle_console", *map(str, args)]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env, cwd="/tmp")
 
 
 def write_plan(folder: Path, uid: int) -> tuple[Path, Path]:
@@ -108,7 +109,8 @@ def test_root_running_an_operators_step_leaves_its_state_to_the_operator(shared)
     state = plan.parent / ".eagle-console"
     roots = [str(p) for p in [state, *state.rglob("*")] if p.lstat().st_uid != OTHER_USER]
     assert roots == [], roots
-    assert cfg.stat().st_uid == OTHER_USER and json.loads(cfg.read_text())["max_position_embeddings"] == 262144
+    assert cfg.stat().st_uid == OTHER_USER
+    assert json.loads(cfg.read_text())["max_position_embeddings"] == 262144
     log = console("log", plan, "0.1", env=env, user=AS_OTHER)
     assert log.returncode == 0 and "max_position_embeddings" in log.stdout, log.stderr
     undo = console("rollback", plan, "0.1", "--yes", env=env, user=AS_OTHER)
@@ -124,7 +126,8 @@ def test_a_log_closed_to_the_reader_is_said_as_such(shared):
     (log,) = (plan.parent / ".eagle-console" / "shared" / "logs").glob("0.1-*.log")
     os.chown(log, 0, 0)  # as an older eagle-console left it, or a step's own log in root's folder
     out = console("log", plan, "0.1", env=env, user=AS_OTHER)
-    assert out.returncode == 1 and f"{log} cannot be read: permission denied (it is root's)" in out.stderr, out
+    assert out.returncode == 1, out
+    assert f"{log} cannot be read: permission denied (it is root's)" in out.stderr, out
     pane = subprocess.run([*AS_OTHER, sys.executable, "-c", "import sys\nfrom eagle_console.node.tail import "
                            "LogFollower\nprint(LogFollower(sys.argv[1]).read_new())", str(log)],
                           capture_output=True, text=True, env=env, cwd="/tmp", timeout=60)
@@ -152,8 +155,8 @@ def test_a_rollback_that_cannot_stop_another_users_run_fails_at_once(shared):
     folder = top / "plans"
     folder.mkdir(mode=0o755)
     plan = folder / "plan.toml"
-    plan.write_text(PLAN.split("  [[phase.step]]")[0] + '  [[phase.step]]\n  id = "0.1"\n  title = "A long job"\n'
-                    '  run = "sleep 600"\n  rollback = "echo undone"\n')
+    plan.write_text(PLAN.split("  [[phase.step]]")[0] + '  [[phase.step]]\n  id = "0.1"\n'
+                    '  title = "A long job"\n  run = "sleep 600"\n  rollback = "echo undone"\n')
     for p in (folder, plan):
         os.chown(p, OTHER_USER, OTHER_USER)
     out = console("run", plan, "0.1", "--yes")  # root's run, not waited for

@@ -166,7 +166,8 @@ class NcclParser:
     _completed: dict[tuple, int] = field(default_factory=dict)
     _completed_ranks: dict[str, set[int]] = field(default_factory=dict)  # communicator key → ranks
     _nnodes: set[int] = field(default_factory=set)
-    _gpu_rank: dict[int, dict[tuple[str, int], int]] = field(default_factory=dict)  # nranks → (host, nvmlDev) → rank
+    # nranks → (host, nvmlDev) → rank: which rank each GPU is in a communicator of that size
+    _gpu_rank: dict[int, dict[tuple[str, int], int]] = field(default_factory=dict)
     _p2p_disabled: list[str] = field(default_factory=list)
     cpu: tuple[int, int] | None = None  # (arch, vendor) from the GRAPH topology dump
     _warn_count: int = 0
@@ -360,7 +361,8 @@ class NcclParser:
 
     def _ends(self, transport: str | None = None) -> list[tuple[_Conn, int, int]]:
         gpus = self._gpus()
-        return [(c, *self._ranks_of(c, gpus)) for c in self._conns if transport is None or c.transport == transport]
+        return [(c, *self._ranks_of(c, gpus)) for c in self._conns
+                if transport is None or c.transport == transport]
 
     def transport_pairs(self) -> dict[str, int]:
         """Distinct GPU pairs (src→dst) per transport: what the findings count, and the console's header."""
@@ -402,9 +404,9 @@ class NcclParser:
     ) -> list[Finding]:
         out: list[Finding] = []
         version = parse_version(self.effective_version)
-        # NCCL <= 2.22 logs NCCL_P2P_DISABLE=1 only as `NCCL_P2P_LEVEL set by environment to LOC` (graph/paths.cc
-        # v2.22.3:218-247 sets the level to 0 and prints its name; the DISABLE line itself is 2.23.4+): LOC is
-        # P2P off however it was set.
+        # NCCL <= 2.22 logs NCCL_P2P_DISABLE=1 only as `NCCL_P2P_LEVEL set by environment to LOC`
+        # (graph/paths.cc v2.22.3:218-247 sets the level to 0 and prints its name; the DISABLE line itself is
+        # 2.23.4+): LOC is P2P off however it was set.
         p2p_off = (self.env.get("NCCL_P2P_DISABLE", "").strip() == "1"
                    or self.env.get("NCCL_P2P_LEVEL", "").strip().upper() == "LOC")
         self._shm_finding(out, version, p2p_off)

@@ -46,7 +46,8 @@ def shm_verdict(version: tuple[int, ...] | None, env: Mapping[str, str], cpu: tu
     if p2p_off:
         if env.get("NCCL_P2P_DISABLE", "").strip() == "1":
             return "info", " Expected: NCCL_P2P_DISABLE=1 is set."
-        return "info", " Expected: NCCL_P2P_LEVEL=LOC turns P2P off (NCCL <= 2.22 logs NCCL_P2P_DISABLE=1 so)."
+        return "info", (" Expected: NCCL_P2P_LEVEL=LOC turns P2P off (NCCL <= 2.22 logs NCCL_P2P_DISABLE=1 "
+                        "so).")
     cards = card_class(gpu_names)
     if cards:
         # NCCL asks NVML (ncclTopoCheckP2p's checkNvml block); the stock driver reports no PCIe P2P between
