@@ -42,9 +42,10 @@ title = "P"
 
 # Their commands start supervisors with their own interpreter: it must run as them twice over. This venv's
 # interpreter may not (a venv of a pyenv Python under a folder only root may enter: the first exec is let
-# through here, the supervisor's is refused), so the system's is tried after it.
-NESTED = ("import subprocess, sys; "
-          "sys.exit(subprocess.run([sys.executable, '-c', 'import eagle_console']).returncode)")
+# through here, the supervisor's is refused), so the system's is tried after it — with the copy of psutil
+# readable_site made for this venv's Python, which the system's may not load (a cp310 build on 3.11).
+NESTED = ("import psutil, subprocess, sys; "
+          "sys.exit(subprocess.run([sys.executable, '-c', 'import eagle_console, psutil']).returncode)")
 
 
 @pytest.fixture

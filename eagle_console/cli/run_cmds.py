@@ -228,7 +228,9 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     if outcome.get("outcome") == "completed":
         print(f"rolled back: {', '.join(i.step_id for i in items)}")
         return 0
-    print(f"rollback stopped at {outcome.get('failed_step')}: {outcome.get('reason')}", file=sys.stderr)
+    # its supervisor's own error names no step: "stopped at None" before
+    where = f" at {outcome['failed_step']}" if outcome.get("failed_step") else ""
+    print(f"rollback stopped{where}: {outcome.get('reason')}", file=sys.stderr)
     return 1
 
 
