@@ -175,6 +175,8 @@ def test_expected_ranks_from_the_launch_flags():
     assert expected_ranks(8, ["--enable-metrics-for-all-schedulers"])[0] == {str(r) for r in range(8)}
     assert expected_ranks(8, ["--enable-metrics-for-all-schedulers"], nnodes=2)[0] == {"0", "1", "2", "3"}
     assert expected_ranks(8, ["--enable-dp-attention", "--dp-size=8"])[0] == {str(r) for r in range(8)}
+    # 0.5.23's own flag (fields/parallel.py:81-90; --enable-dp-attention is deprecated there)
+    assert expected_ranks(8, ["--attn-dp-size", "4"])[0] == {"0", "2", "4", "6"}
     assert expected_ranks(8, ["--enable-dp-attention", "--dp", "2"])[0] == {"0", "4"}
 
 
@@ -219,3 +221,17 @@ def test_rank_metrics_missing_on_the_dp8_capture(tmp_path):
         assert len(doc["ranks"]) == 7
     finally:
         journal.close()
+
+
+
+def test_priority_series_do_not_overwrite_the_total():
+    """--enable-priority-scheduling (0.5.23 metrics_collector.py:1389-1390, :1417-1429): the running and
+    queued counts are the total under priority="" with one series per priority beside it. Before: the last series
+    read (a priority's 3) stood for the rank's 8 running requests."""
+    base = 'engine_type="unified",model_name="m",moe_ep_rank="0",pp_rank="0",tp_rank="0"'
+    text = "".join(f'sglang:num_running_reqs{{{base},priority="{p}"}} {v}\n'
+                   for p, v in (("", 8), ("0", 5), ("1", 3)))
+    text = "# HELP sglang:num_running_reqs x\n# TYPE sglang:num_running_reqs gauge\n" + text
+    scrape = parse(text)
+    (values,) = scrape.ranks.values()
+    assert values["running_reqs"] == 8, scrape.ranks

@@ -134,6 +134,16 @@ def test_weight_loading_bar_is_progress() -> None:
     assert abs(slow["rate_s"] - 1 / 22.68) < 1e-9
 
 
+
+def test_the_multi_thread_loading_bars_of_0523_are_progress() -> None:
+    """0.5.23 loads with threads by default (model_loader/loader.py:613): its bars are "Multi-thread loading
+    shards" and, for .bin/.pt files, "Multi-thread loading pt checkpoint shards" (weight_utils.py:1369-1373,
+    :1438-1442), in common.py's BAR_FORMAT. Before: no load progress at all for a 0.5.23 server."""
+    for desc in ("Multi-thread loading shards", "Multi-thread loading pt checkpoint shards"):
+        line = f"{desc}:  45% Completed | 29/64 [00:10<00:12,  2.90it/s]"
+        load = summarize(["[2026-12-01 10:00:00 TP0] Load weight begin. avail mem=94.10 GB", line])["load"]
+        assert load is not None and (load["done"], load["total"]) == (29, 64), (desc, load)
+
 def test_cli_server_log_json_has_load(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     log.write_text("\n".join([*LOAD_BAR, FORWARD_ITERS]) + "\n", encoding="utf-8")

@@ -103,9 +103,18 @@ def expected_ranks(tp: int, argv: Sequence[str], nnodes: int = 1) -> tuple[froze
         return frozenset(str(r) for r in range(local)), f"--enable-metrics-for-all-schedulers with tp {tp}"
     dp_text = _flag(argv, "--dp-size", "--data-parallel-size", "--dp") or "1"
     dp = int(dp_text) if dp_text.isdigit() and int(dp_text) > 0 else 1
-    if dp > 1 and _flag(argv, "--enable-dp-attention") is not None and tp % dp == 0:
+    # 0.5.23 names attention DP `--attn-dp-size` (fields/parallel.py:81-90); `--enable-dp-attention` with
+    # `--dp-size` is the older, deprecated form (server_args.py:417-425)
+    attn_text = _flag(argv, "--attn-dp-size", "--attention-data-parallel-size") or ""
+    if attn_text.isdigit() and int(attn_text) > 1:
+        dp, how = int(attn_text), "--attn-dp-size"
+    elif _flag(argv, "--enable-dp-attention") is not None:
+        how = "--enable-dp-attention"
+    else:
+        dp = 1
+    if dp > 1 and tp % dp == 0:
         ranks = frozenset(str(g * (tp // dp)) for g in range(dp) if g * (tp // dp) < local)
-        return ranks, f"--enable-dp-attention with tp {tp}, dp {dp}: attention-TP rank 0 of each DP group"
+        return ranks, f"{how} with tp {tp}, dp {dp}: attention-TP rank 0 of each DP group"
     return frozenset({"0"}), "TP rank 0 exports the scheduler's metrics"
 
 

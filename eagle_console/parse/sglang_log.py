@@ -50,8 +50,11 @@ _READY = STAGES[-1][1]
 # SGLANG_LOG_FORWARD_ITERS=1: `Decode batch [123], ...` (scheduler_metrics_mixin.py, `iter_msg`).
 _DECODE = re.compile(r"Decode batch(?: \[(\d+)\])?[.,]")
 _PREFILL = re.compile(r"Prefill batch(?: \[\d+\])?[.,]")
-# weight_utils.py / common.py BAR_FORMAT: `{desc}: {percentage:3.0f}% Completed | {n_fmt}/{total_fmt} [...]`
-_LOAD_BAR = re.compile(r"Loading \w+ checkpoint shards:")
+# common.py BAR_FORMAT: `{desc}: {percentage:3.0f}% Completed | {n_fmt}/{total_fmt} [...]`. 0.5.23 loads with
+# threads by default (model_loader/loader.py:613 `enable_multithread_load` True): its bars are "Multi-thread
+# loading shards" and "Multi-thread loading pt checkpoint shards" (weight_utils.py:1369-1373, :1438-1442);
+# "Loading safetensors checkpoint shards" only without threads, and in older releases.
+_LOAD_BAR = re.compile(r"(?:Loading \w+ checkpoint shards|Multi-thread loading (?:pt checkpoint )?shards):")
 _DIED_CODE = re.compile(r"scheduler died during initialization \(exit code: (-?\d+)\)")
 _FIELDS = {
     "running_req": re.compile(r"#running-req: (\d+)"),
@@ -370,7 +373,7 @@ class SglangLogParser:
         ts, ranks, msg = split_prefix(line)
         if self._tb is not None and self._traceback_line(msg, ts):
             return
-        if "checkpoint shards:" in msg and _LOAD_BAR.search(msg):
+        if "shards:" in msg and _LOAD_BAR.search(msg):
             progress = parse_progress(msg)
             if progress is not None and progress.total:
                 self.load = progress

@@ -156,6 +156,10 @@ def parse(text: str, at: float | None = None, t: float | None = None) -> Scrape:
             for s in family.samples:
                 name, value = s.name, float(s.value)
                 if name in _GAUGE_KEY:
+                    # with --enable-priority-scheduling a queue gauge is the total under priority="" and one
+                    # series per priority beside it (0.5.23 metrics_collector.py:1389-1390, :1417-1429)
+                    if s.labels.get("priority"):
+                        continue
                     ranks.setdefault(_rank(s.labels), {})[_GAUGE_KEY[name]] = value
                 elif name in _COUNTER_KEY:
                     key = _COUNTER_KEY[name]
