@@ -269,7 +269,7 @@ def run_action(spec: ActionSpec) -> int:
                             host=this_host())
         label = journal.run_label(spec.run_id)
     except WRITE_ERRORS as exc:  # unseen, a live supervisor would be taken for one that never started
-        reason = f"not started: its supervisor could not record itself in the journal ({exc})"
+        reason = f"{exitslot.NOT_STARTED}: its supervisor could not record itself in the journal ({exc})"
         sup.note(reason)
         keep_exit(journal, spec.run_id, spec.step_id, exit_code=None, outcome="failed", reason=reason,
                   step_status="failed")
@@ -526,9 +526,9 @@ def _stop_run(journal: Journal, sup: Supervisor, step_id: str, stop: dict, grace
 
 def _still_running(procs: list) -> str:
     """`pids 6053, 6054 still run: root's, not bob's to signal (roll it back as root)`."""
-    import pwd
-
     import psutil
+
+    from eagle_console.node.kill import current_user
 
     owners = set()
     for p in procs:
@@ -537,10 +537,7 @@ def _still_running(procs: list) -> str:
         except (psutil.Error, KeyError):
             owners.add("?")
     text = f"pids {', '.join(str(p.pid) for p in procs[:8])}{' …' if len(procs) > 8 else ''} still run"
-    try:  # the effective user, not $USER (kept by setpriv, sudo -E)
-        me = pwd.getpwuid(os.geteuid()).pw_name
-    except KeyError:
-        me = str(os.geteuid())
+    me = current_user() or "this user"  # not $USER (kept by setpriv, sudo -E)
     others = sorted(owners - {me})
     if others:
         who = others[0] if len(others) == 1 else "their owners"

@@ -17,6 +17,8 @@ from typing import Any
 from eagle_console.statedir import runs_dir, write_private
 
 SLOT_BYTES = 1024
+# How a kept reason begins when the supervisor could not record itself: its action never started.
+NOT_STARTED = "not started"
 RETRY_S = 2.0
 
 

@@ -66,10 +66,9 @@ def describe(path: Path, exc: BaseException) -> JournalError:
 def closed_to_us(path: Path, exc: OSError) -> JournalError:
     """The journal of a plan whose state dir is another user's (private by design: it keeps the plan's
     `[env]` values and the steps' logs): whose it is and what to do, not `internal error: PermissionError`."""
-    from eagle_console.statedir import blocked_by
+    from eagle_console.statedir import closed_note
 
-    where = blocked_by(path, write=True)
-    whose = f"{where[0]} is {where[1]}'s, {where[2]}" if where else exc.strerror or str(exc)
+    whose = closed_note(path, write=True) or exc.strerror or str(exc)
     return JournalError(
         f"the journal {path} cannot be opened: permission denied ({whose}; a plan's state is its owner's "
         f"alone: it keeps the plan's [env] values and the steps' logs). Open the plan as its owner, or keep "

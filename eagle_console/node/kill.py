@@ -107,7 +107,8 @@ def _sid(pid: int) -> int | None:
         return None
 
 
-def _current_user() -> str | None:
+def current_user() -> str | None:
+    """This process's user, as psutil names every holder's (its real uid)."""
     try:
         return psutil.Process().username()
     except (psutil.Error, KeyError):
@@ -129,7 +130,7 @@ def refusal(h: Holder, explicit: Iterable[int] = (), protected: Protection | Non
         return "an ancestor of this process"
     if in_console_session(h, protected) and not h.reparented:
         return (LIVE_JOB if h.sid else MAYBE_LIVE_JOB).format(ppid=h.ppid)
-    me = _current_user()
+    me = current_user()
     if h.user is not None and me is not None and h.user != me:
         if os.geteuid() != 0:
             return f"belongs to {h.user}"

@@ -53,12 +53,11 @@ class Unreadable(OSError):
     said with whose it is, never taken for a file not written yet."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        from eagle_console.statedir import blocked_by
+        from eagle_console.statedir import closed_note
 
-        where = blocked_by(Path(path))
-        whose = "" if where is None else f" (it is {where[1]}'s)" if where[0] == Path(path) else \
-            f" ({where[0]} is {where[1]}'s, {where[2]})"
-        super().__init__(f"{os.fspath(path)} cannot be read: permission denied{whose}")
+        whose = closed_note(Path(path))
+        said = f" ({whose})" if whose else ""
+        super().__init__(f"{os.fspath(path)} cannot be read: permission denied{said}")
         self.path = os.fspath(path)
 
 

@@ -372,7 +372,8 @@ def held_end_text(run: Run, state_dir: Path) -> str | None:
     except OSError:
         disk = f"journal {state_dir}"
     # a supervisor that could not record itself never started the action, and has no pid in the journal
-    what = "not started" if str(kept.get("reason") or "").startswith("not started") else f"ended ({how})"
+    not_started = str(kept.get("reason") or "").startswith(exitslot.NOT_STARTED)
+    what = exitslot.NOT_STARTED if not_started else f"ended ({how})"
     sup = f"its supervisor (pid {run.supervisor_pid})" if run.supervisor_pid else "its supervisor"
     return (f"{what}, not recorded yet: the journal cannot take it ({disk}); {sup} records it once it "
             f"can, retrying every {exitslot.RETRY_S:g} s")
