@@ -106,14 +106,14 @@ def open_created(path: str | os.PathLike[str], flags: int, mode: int = FILE_MODE
 
 def closed_note(path: Path, write: bool = False) -> str | None:
     """`it is root's` (the path itself) or `/x/.eagle-console is root's, closed to other users` (a folder
-    on the way): blocked_by said, for the journal's and the log readers' messages; None if nothing is."""
-    where = blocked_by(path, write)
+    on the way): _blocked_by said, for the journal's and the log readers' messages; None if nothing is."""
+    where = _blocked_by(path, write)
     if where is None:
         return None
     return f"it is {where[1]}'s" if where[0] == Path(path) else f"{where[0]} is {where[1]}'s, {where[2]}"
 
 
-def blocked_by(path: Path, write: bool = False) -> tuple[Path, str, str] | None:
+def _blocked_by(path: Path, write: bool = False) -> tuple[Path, str, str] | None:
     """The folder (or the file) on the way to `path` that this user may not read — or, with `write`, the
     nearest existing folder they may not create `path` in — its owner's name, and which of the two: what an
     operator is told when another user's state dir is closed to them. None if nothing is."""
